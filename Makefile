@@ -1,0 +1,38 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint fmt migrations-check bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py seed_demo
+	PORT=$(PORT) $(PY) manage.py serve
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+fmt: install
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+migrations-check: install
+	$(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf $(VENV) var

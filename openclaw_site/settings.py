@@ -1,0 +1,182 @@
+"""The one settings module. Everything that differs between machines comes from the environment.
+
+- DATABASE_URL: absent → SQLite under var/ (WAL, IMMEDIATE transactions, busy timeout);
+  postgres://… → PostgreSQL.
+- REDIS_URL: absent → in-process channel layer; redis://… → the Redis channel layer.
+- Q_BROKER: "orm" (default, at-least-once) or "redis" (needs REDIS_URL).
+- SECRET_KEY, DEBUG, ALLOWED_HOSTS.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("OPENCLAW_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+TESTING = "pytest" in sys.modules or (len(sys.argv) > 1 and sys.argv[1] == "test")
+
+DEBUG = _env_bool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY") or "dev-insecure-openclaw-sessions-change-me"
+ALLOWED_HOSTS = [
+    h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h
+]
+if TESTING:
+    ALLOWED_HOSTS.append("testserver")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "django_q",
+    "sessions_app",
+    "policies_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "openclaw_site.urls"
+ASGI_APPLICATION = "openclaw_site.asgi.application"
+WSGI_APPLICATION = "openclaw_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "db.sqlite3",
+            # A file, not :memory:, so that a worker or server process started by a test sees
+            # the same database.
+            "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
+            # stack.md §7.3: without WAL + IMMEDIATE + a busy timeout, the web process and the
+            # worker fail each other with "database is locked".
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": (
+                    "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=20000;"
+                ),
+            },
+        }
+    }
+IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Channels and the task queue -----------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": "openclaw"},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+Q_BROKER = os.environ.get("Q_BROKER", "orm").strip().lower()
+Q_CLUSTER = {
+    "name": "openclaw",
+    "workers": int(os.environ.get("Q_WORKERS", "2")),
+    # stack.md §2.1: timeout must stay below retry, or a long task is handed out twice;
+    # max_attempts bounds retries of a task that keeps failing.
+    "timeout": 300,
+    "retry": 360,
+    "max_attempts": 3,
+    "catch_up": False,
+    "poll": 0.2,
+    "save_limit": 1000,
+    "label": "Task queue",
+}
+if Q_BROKER == "redis" and REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Auth, i18n, static ---------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/admin/login/"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
+
+# Request bodies: sessions_spawn attachments may reach 5 MiB of content (base64 grows it by a
+# third), so the ceiling sits above that; anything larger is refused with 413.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_BODY_BYTES", 8 * 1024 * 1024))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["sessions_app.api.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["sessions_app.api.parsers.StrictJSONParser"],
+    "EXCEPTION_HANDLER": "sessions_app.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "openclaw-sessions API",
+    "DESCRIPTION": (
+        "OpenClaw's session tools as a service. Authenticate with `Authorization: Bearer <api key>`."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,127 @@
+"""Creating and updating agents (`PUT /api/v1/agents/{id}/`, seed_demo, import_openclaw)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlparse
+
+from . import keys
+from .errors import InvalidArgument
+from .models import Agent, ApiKey
+from .store import require_scope
+
+AGENT_FIELDS = frozenset(
+    {"name", "description", "model", "backend", "subagents", "sandboxed", "tools"}
+)
+
+
+def clean_backend(value: Any) -> dict:
+    """{"type": "scripted", "rules"?, "delayMs"?} or {"type": "openai", "baseUrl", "model", "apiKeyEnv"}."""
+    if value is None:
+        return {"type": "scripted"}
+    if not isinstance(value, dict):
+        raise InvalidArgument("backend must be an object")
+    kind = value.get("type")
+    if kind == "scripted":
+        unknown = sorted(set(value) - {"type", "rules", "delayMs"})
+        if unknown:
+            raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
+        rules = value.get("rules", [])
+        if not isinstance(rules, list) or len(rules) > 200:
+            raise InvalidArgument("backend.rules must be an array of at most 200 rules")
+        for i, rule in enumerate(rules):
+            if not isinstance(rule, dict) or not isinstance(rule.get("match"), str):
+                raise InvalidArgument(f"backend.rules[{i}].match must be a string")
+            if not isinstance(rule.get("reply", ""), str):
+                raise InvalidArgument(f"backend.rules[{i}].reply must be a string")
+            try:
+                re.compile(rule["match"])
+            except re.error as exc:
+                raise InvalidArgument(
+                    f"backend.rules[{i}].match is not a valid regex: {exc}"
+                ) from None
+        delay = value.get("delayMs", 0)
+        if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= 600_000:
+            raise InvalidArgument("backend.delayMs must be an integer from 0 to 600000")
+        return dict(value)
+    if kind == "openai":
+        unknown = sorted(set(value) - {"type", "baseUrl", "model", "apiKeyEnv"})
+        if unknown:
+            raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
+        for field in ("baseUrl", "model"):
+            if not isinstance(value.get(field), str) or not value[field].strip():
+                raise InvalidArgument(f"backend.{field} is required for an openai backend")
+        parsed = urlparse(value["baseUrl"])
+        if parsed.scheme not in {"http", "https"} or not parsed.netloc:
+            raise InvalidArgument("backend.baseUrl must be an http(s) URL")
+        env = value.get("apiKeyEnv", "")
+        if not isinstance(env, str) or (env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env)):
+            raise InvalidArgument("backend.apiKeyEnv must be an environment variable name")
+        return dict(value)
+    raise InvalidArgument('backend.type must be "scripted" or "openai"')
+
+
+def _str_list(name: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InvalidArgument(f"{name} must be an array of non-empty strings")
+    if len(value) > 200:
+        raise InvalidArgument(f"{name} must have at most 200 entries")
+    return [v.strip() for v in value]
+
+
+def upsert_agent(*, api_key: ApiKey | None, agent_id: Any, data: Any) -> tuple[Agent, bool]:
+    """Create or replace an agent's settings. Returns (agent, created)."""
+    if api_key is not None:
+        require_scope(api_key, ApiKey.OPERATOR)
+    if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > 64:
+        raise InvalidArgument("agent id must be a non-empty string of at most 64 characters")
+    normalized = keys.normalize_agent_id(agent_id)
+    if normalized != agent_id.strip():
+        raise InvalidArgument(
+            f"agent id must be lowercase letters, digits, - and _ (try {normalized})"
+        )
+    if not isinstance(data, dict):
+        raise InvalidArgument("body must be a JSON object")
+    unknown = sorted(set(data) - AGENT_FIELDS)
+    if unknown:
+        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    for field, limit in (("name", 200), ("description", 5000), ("model", 200)):
+        value = data.get(field, "")
+        if value is None:
+            value = ""
+        if not isinstance(value, str) or len(value) > limit:
+            raise InvalidArgument(f"{field} must be a string of at most {limit} characters")
+        values[field] = value.strip()
+    values["backend"] = clean_backend(data.get("backend"))
+    subagents = data.get("subagents") or {}
+    if not isinstance(subagents, dict) or set(subagents) - {"allowAgents"}:
+        raise InvalidArgument('subagents must be an object with only "allowAgents"')
+    allow = _str_list("subagents.allowAgents", subagents.get("allowAgents"))
+    values["allow_agents"] = [a if a == "*" else keys.normalize_agent_id(a) for a in allow]
+    sandboxed = data.get("sandboxed", False)
+    if not isinstance(sandboxed, bool):
+        raise InvalidArgument("sandboxed must be a boolean")
+    values["sandboxed"] = sandboxed
+    tools = data.get("tools") or {}
+    if not isinstance(tools, dict) or set(tools) - {"allow", "deny"}:
+        raise InvalidArgument('tools must be an object with "allow" and/or "deny"')
+    values["tools_allow"] = _str_list("tools.allow", tools.get("allow"))
+    values["tools_deny"] = _str_list("tools.deny", tools.get("deny"))
+    return Agent.objects.update_or_create(id=normalized, defaults=values)
+
+
+def agent_as_dict(agent: Agent) -> dict:
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "description": agent.description,
+        "model": agent.model,
+        "backend": agent.backend,
+        "subagents": {"allowAgents": agent.allow_agents},
+        "sandboxed": agent.sandboxed,
+        "tools": {"allow": agent.tools_allow, "deny": agent.tools_deny},
+    }

@@ -1,0 +1,80 @@
+"""POST /tools/invoke, wire-compatible with OpenClaw (api.md §2).
+
+200 {"ok": true, "result": {"content": [{"type": "text", "text": <details as JSON>}], "details"}};
+a refusal is a result too (details {"status": "error"|"forbidden", "error"}). Malformed calls get
+400, a missing or bad key 401, a key that may not act as the session 403, an unknown tool 404,
+another method 405, a body over the limit 413.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from ..errors import Refusal, ToolError
+from ..identity import requester_for
+from ..tools import TOOLS
+from .auth import api_key_from_header
+from .errors import error_json
+from .parsers import decode_json_body
+
+BODY_FIELDS = frozenset(
+    {"tool", "args", "sessionKey", "agentId", "idempotencyKey", "action", "dryRun"}
+)
+
+
+def tool_result(details: dict) -> dict:
+    text = json.dumps(details, indent=2, ensure_ascii=False)
+    return {"ok": True, "result": {"content": [{"type": "text", "text": text}], "details": details}}
+
+
+def read_body(request):
+    length = request.META.get("CONTENT_LENGTH")
+    if length and length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        raise RequestDataTooBig()
+    return decode_json_body(request.body)
+
+
+@csrf_exempt
+def tools_invoke(request):
+    if request.method != "POST":
+        return error_json(405, "Use POST", headers={"Allow": "POST"})
+    api_key = api_key_from_header(request.META.get("HTTP_AUTHORIZATION"))
+    if api_key is None:
+        return error_json(
+            401,
+            "Authentication required: send Authorization: Bearer <api key>",
+            headers={"WWW-Authenticate": 'Bearer realm="openclaw-sessions"'},
+        )
+    try:
+        body = read_body(request)
+    except RequestDataTooBig:
+        return error_json(413, "request body is larger than the limit")
+    except ValueError as exc:
+        return error_json(400, str(exc), "tool_error")
+    if not isinstance(body, dict):
+        return error_json(400, "request body must be a JSON object", "tool_error")
+    unknown = sorted(k for k in body if k not in BODY_FIELDS)
+    if unknown:
+        return error_json(400, f"Unknown field: {', '.join(unknown)}", "tool_error")
+    name = body.get("tool")
+    if not isinstance(name, str) or not name.strip():
+        return error_json(400, "tool is required (a tool name string)", "tool_error")
+    tool = TOOLS.get(name.strip())
+    if tool is None:
+        return error_json(404, f"Tool not available: {name}", "not_found")
+    try:
+        requester = requester_for(
+            api_key, session_key=body.get("sessionKey"), agent_id=body.get("agentId")
+        )
+        details = tool(requester=requester, args=body.get("args"))
+    except Refusal as exc:
+        details = {"status": exc.status, "error": exc.message}
+    except ToolError as exc:
+        error_type = "tool_error" if exc.http_status == 400 else exc.error_type
+        return error_json(exc.http_status, exc.message, error_type)
+    return JsonResponse(tool_result(details), json_dumps_params={"ensure_ascii": False})

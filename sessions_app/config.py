@@ -1,0 +1,218 @@
+"""Gateway settings by their OpenClaw config path (api.md §5): read, validate, update.
+
+The registry below is the single description of every setting: the REST config endpoint and
+the admin both use it, so names, defaults and ranges cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from . import keys
+from .errors import InvalidArgument
+from .models import ApiKey, GatewayConfig, Session
+from .store import require_scope
+
+
+@dataclass(frozen=True)
+class Setting:
+    path: str  # OpenClaw config name
+    field: str  # GatewayConfig field
+    kind: str  # "choice" | "bool" | "int" | "str" | "list"
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+    help: str = ""
+
+    @property
+    def default(self):
+        return GatewayConfig._meta.get_field(self.field).get_default()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "session.scope",
+        "session_scope",
+        "choice",
+        ("per-sender", "global"),
+        help='"global" makes every tool read the literal "main" as the shared global session.',
+    ),
+    Setting("session.mainKey", "main_key", "str", help="The rest of an agent's main session key."),
+    Setting(
+        "agents.defaultAgentId",
+        "default_agent_id",
+        "str",
+        help="Agent that owns bare keys (cron:…, hook:…, discord:group:…). Ours, not OpenClaw's.",
+    ),
+    Setting(
+        "tools.sessions.visibility",
+        "visibility",
+        "choice",
+        ("self", "tree", "agent", "all"),
+        help="Which sessions the session tools can see.",
+    ),
+    Setting(
+        "agents.defaults.sandbox.sessionToolsVisibility",
+        "sandbox_visibility",
+        "choice",
+        ("spawned", "all"),
+        help='"spawned" clamps sandboxed callers to their own tree.',
+    ),
+    Setting(
+        "tools.agentToAgent.enabled",
+        "a2a_enabled",
+        "bool",
+        help="Allow cross-agent listing, history and sends.",
+    ),
+    Setting(
+        "tools.agentToAgent.allow",
+        "a2a_allow",
+        "list",
+        help='Agent id patterns allowed to talk to each other ("*" globs; empty = all).',
+    ),
+    Setting(
+        "session.agentToAgent.maxPingPongTurns",
+        "max_ping_pong_turns",
+        "int",
+        minimum=0,
+        maximum=5,
+        help="Reply-back turns after a sessions_send.",
+    ),
+    Setting(
+        "agents.defaults.subagents.archiveAfterMinutes",
+        "subagent_archive_after_minutes",
+        "int",
+        minimum=0,
+        maximum=525_600,
+        help="Archive finished sub-agent sessions after N minutes (0 = never).",
+    ),
+    Setting(
+        "agents.defaults.subagents.maxSpawnDepth",
+        "max_spawn_depth",
+        "int",
+        minimum=1,
+        maximum=5,
+        help="How deep sessions_spawn may nest (1: sub-agents cannot spawn).",
+    ),
+    Setting(
+        "agents.defaults.subagents.maxChildrenPerAgent",
+        "max_children_per_agent",
+        "int",
+        minimum=1,
+        maximum=100,
+        help="Active children one session may have.",
+    ),
+    Setting(
+        "tools.sessions_spawn.attachments.enabled",
+        "attachments_enabled",
+        "bool",
+        help="Allow inline files on sessions_spawn.",
+    ),
+    Setting(
+        "tools.sessions_spawn.attachments.maxTotalBytes",
+        "attachments_max_total_bytes",
+        "int",
+        minimum=0,
+        maximum=64 * 1024 * 1024,
+        help="Total bytes of one spawn's attachments.",
+    ),
+    Setting(
+        "tools.sessions_spawn.attachments.maxFiles",
+        "attachments_max_files",
+        "int",
+        minimum=0,
+        maximum=1000,
+        help="Files per spawn.",
+    ),
+    Setting(
+        "tools.sessions_spawn.attachments.maxFileBytes",
+        "attachments_max_file_bytes",
+        "int",
+        minimum=0,
+        maximum=64 * 1024 * 1024,
+        help="Bytes per attachment.",
+    ),
+    Setting(
+        "session.agentToAgent.maxChainTurns",
+        "chain_max_turns",
+        "int",
+        minimum=1,
+        maximum=1000,
+        help="Turns one send/spawn chain may take across agents. Ours (loop safety).",
+    ),
+)
+BY_PATH = {s.path: s for s in SETTINGS}
+
+
+def as_dict(config: GatewayConfig) -> dict[str, Any]:
+    return {s.path: getattr(config, s.field) for s in SETTINGS}
+
+
+def clean_value(setting: Setting, value: Any) -> Any:
+    path = setting.path
+    if setting.kind == "bool":
+        if not isinstance(value, bool):
+            raise InvalidArgument(f"{path} must be a boolean")
+        return value
+    if setting.kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgument(f"{path} must be an integer")
+        if not setting.minimum <= value <= setting.maximum:
+            raise InvalidArgument(f"{path} must be between {setting.minimum} and {setting.maximum}")
+        return value
+    if setting.kind == "choice":
+        if not isinstance(value, str) or value.strip().lower() not in setting.choices:
+            raise InvalidArgument(f"{path} must be one of {', '.join(setting.choices)}")
+        return value.strip().lower()
+    if setting.kind == "list":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise InvalidArgument(f"{path} must be an array of non-empty strings")
+        if len(value) > 100 or any(len(v) > 64 for v in value):
+            raise InvalidArgument(f"{path} must have at most 100 entries of at most 64 characters")
+        return [v.strip() for v in value]
+    if not isinstance(value, str) or not value.strip() or len(value) > 64:
+        raise InvalidArgument(f"{path} must be a non-empty string of at most 64 characters")
+    if setting.field == "main_key":
+        return keys.normalize_main_key(value)
+    if setting.field == "default_agent_id":
+        return keys.normalize_agent_id(value)
+    return value.strip()
+
+
+def update_config(*, api_key: ApiKey | None, changes: Any) -> GatewayConfig:
+    """Apply {path: value}; all or nothing. Reclassifies sessions when key reading changes."""
+    if api_key is not None:
+        require_scope(api_key, ApiKey.OPERATOR)
+    if not isinstance(changes, dict) or not changes:
+        raise InvalidArgument("body must be a non-empty JSON object of settings")
+    unknown = sorted(p for p in changes if p not in BY_PATH)
+    if unknown:
+        raise InvalidArgument(f"Unknown setting: {', '.join(unknown)}")
+    cleaned = {BY_PATH[p].field: clean_value(BY_PATH[p], v) for p, v in changes.items()}
+    with transaction.atomic():
+        config = GatewayConfig.objects.select_for_update().get(pk=GatewayConfig.load().pk)
+        before = config.key_settings
+        for field, value in cleaned.items():
+            setattr(config, field, value)
+        config.save()
+        if config.key_settings != before:
+            reclassify_sessions(config.key_settings)
+    return config
+
+
+def reclassify_sessions(settings: keys.KeySettings, *, batch_size: int = 2000) -> int:
+    """Recompute the stored kind/channel of every session (after scope or mainKey changes)."""
+    changed = 0
+    last_id = 0
+    while True:
+        batch = list(Session.objects.filter(id__gt=last_id).order_by("id")[:batch_size])
+        if not batch:
+            return changed
+        for session in batch:
+            session.refresh_derived(settings)
+        Session.objects.bulk_update(batch, ["kind", "row_channel"])
+        changed += len(batch)
+        last_id = batch[-1].id

@@ -1,0 +1,96 @@
+"""Who is calling: an API key resolved to the requester session it acts as (api.md §4).
+
+Every tool takes a Requester. Adapters build it with `requester_for()`, which enforces the
+key's scope, agent and pin, and loads the gateway settings once per request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import keys
+from .errors import AccessDenied, InvalidArgument
+from .models import Agent, ApiKey, GatewayConfig
+
+
+@dataclass(frozen=True)
+class Requester:
+    session_key: str  # canonical internal key of the caller's session
+    agent_id: str
+    sandboxed: bool
+    scope: str
+    config: GatewayConfig
+    api_key_id: int | None = None
+
+    @property
+    def key_settings(self) -> keys.KeySettings:
+        return self.config.key_settings
+
+    @property
+    def is_operator(self) -> bool:
+        return self.scope == ApiKey.OPERATOR
+
+
+def requester_for(
+    api_key: ApiKey,
+    *,
+    session_key: str | None = None,
+    agent_id: str | None = None,
+    config: GatewayConfig | None = None,
+) -> Requester:
+    """The session `api_key` acts as. Raises AccessDenied or InvalidArgument.
+
+    - operator: any session; default the main session of `agent_id` or of the default agent;
+    - agent: only sessions of its agent; a pinned key only its pinned session (the default);
+    - ingest: may not act as a session (it creates sessions and appends messages only).
+    """
+    config = config or GatewayConfig.load()
+    settings = config.key_settings
+    if api_key.scope == ApiKey.INGEST:
+        raise AccessDenied("An ingest key cannot act as a session; use an agent or operator key")
+
+    if agent_id is not None:
+        if not isinstance(agent_id, str) or not agent_id.strip():
+            raise InvalidArgument("agentId must be a non-empty string")
+        if len(agent_id) > 64:
+            raise InvalidArgument("agentId must be at most 64 characters")
+        agent_id = keys.normalize_agent_id(agent_id)
+
+    if api_key.scope == ApiKey.AGENT:
+        own_agent = api_key.agent_id
+        if agent_id is not None and agent_id != own_agent:
+            raise AccessDenied(f"This API key belongs to agent {own_agent}, not {agent_id}")
+        agent_id = own_agent
+        default_key = api_key.session_key or keys.main_session_key(own_agent, settings)
+    else:
+        agent_id = agent_id or settings.default_agent_id
+        default_key = keys.main_session_key(agent_id, settings)
+
+    if session_key is None:
+        canonical = default_key
+    else:
+        if not isinstance(session_key, str):
+            raise InvalidArgument("sessionKey must be a string")
+        try:
+            canonical = keys.canonical_key(session_key, agent_id=agent_id, settings=settings)
+        except keys.InvalidKey as exc:
+            raise InvalidArgument(f"sessionKey: {exc}") from None
+
+    owner = keys.agent_id_of(canonical) if canonical not in keys.RESERVED_KEYS else agent_id
+    if api_key.scope == ApiKey.AGENT:
+        if owner != api_key.agent_id:
+            raise AccessDenied(f"This API key may not act as session {canonical}")
+        if api_key.session_key and canonical != api_key.session_key:
+            raise AccessDenied(f"This API key is pinned to session {api_key.session_key}")
+
+    agent = api_key.agent if api_key.agent_id == owner else Agent.objects.filter(pk=owner).first()
+    if agent is None:
+        raise InvalidArgument(f"agent not found: {owner}")
+    return Requester(
+        session_key=canonical,
+        agent_id=owner,
+        sandboxed=bool(api_key.sandboxed or agent.sandboxed),
+        scope=api_key.scope,
+        config=config,
+        api_key_id=api_key.pk,
+    )

@@ -1,0 +1,301 @@
+"""python manage.py seed_demo: an idempotent demo of every kind of session on several channels."""
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from sessions_app import keys, store
+from sessions_app.agents import upsert_agent
+from sessions_app.models import GatewayConfig, Session, now_ms
+
+MINUTE = 60_000
+SUBAGENT_ID = "5d0c3a52-8f1e-4c7e-9a8e-1f2b3c4d5e6f"
+HOOK_ID = "0b9e7f1a-2c3d-4e5f-8a9b-0c1d2e3f4a5b"
+
+AGENTS = {
+    "main": {
+        "name": "Main assistant",
+        "description": "Answers the team in chat and delegates research.",
+        "model": "scripted/echo",
+        "backend": {"type": "scripted", "rules": [{"match": "(?i)ping", "reply": "pong"}]},
+        "subagents": {"allowAgents": ["research"]},
+    },
+    "research": {
+        "name": "Research agent",
+        "description": "Looks things up and reports back.",
+        "model": "scripted/echo",
+        "backend": {"type": "scripted"},
+    },
+    "ops": {
+        "name": "Ops bot",
+        "description": "Watches deploys; sandboxed.",
+        "model": "scripted/echo",
+        "backend": {"type": "scripted"},
+        "sandboxed": True,
+    },
+}
+
+
+def user(text, **extra):
+    return {"role": "user", "content": text, **extra}
+
+
+def assistant(text, *, tokens=(120, 40)):
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "api": "openai-completions",
+        "provider": "scripted",
+        "model": "echo",
+        "usage": {"input": tokens[0], "output": tokens[1], "totalTokens": sum(tokens)},
+        "stopReason": "stop",
+    }
+
+
+def tool_call(call_id, name, arguments, *, thinking=None):
+    blocks = []
+    if thinking:
+        blocks.append({"type": "thinking", "thinking": thinking})
+    blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
+    return {
+        "role": "assistant",
+        "content": blocks,
+        "provider": "scripted",
+        "model": "echo",
+        "stopReason": "toolUse",
+    }
+
+
+def tool_result(call_id, name, text, *, is_error=False):
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": text}],
+        "isError": is_error,
+    }
+
+
+SESSIONS = [
+    (
+        "agent:main:main",
+        {
+            "lastChannel": "webchat",
+            "lastTo": "user:alice",
+            "displayName": "Alice (webchat)",
+            "model": "scripted/echo",
+            "inputTokens": 2400,
+            "outputTokens": 610,
+            "contextTokens": 128000,
+            "thinkingLevel": "low",
+            "systemSent": True,
+        },
+        2,
+        [
+            user("What's on my calendar today?"),
+            tool_call(
+                "call_cal_1",
+                "calendar_list",
+                {"day": "today"},
+                thinking="Check the calendar first.",
+            ),
+            tool_result(
+                "call_cal_1",
+                "calendar_list",
+                '[{"time": "10:00", "title": "Standup"}, {"time": "14:00", "title": "Design review"}]',
+            ),
+            assistant("You have standup at 10:00 and the design review at 14:00."),
+            user("Ask the research agent to summarise the inbox."),
+            tool_call(
+                "call_spawn_1",
+                "sessions_spawn",
+                {"task": "Summarise the inbox", "agentId": "main", "label": "summarise-inbox"},
+            ),
+            tool_result(
+                "call_spawn_1",
+                "sessions_spawn",
+                f'{{"status": "accepted", "childSessionKey": "agent:main:subagent:{SUBAGENT_ID}"}}',
+            ),
+            assistant("I've started a sub-agent on it; I'll tell you when it reports back."),
+        ],
+    ),
+    (
+        "agent:main:discord:group:dev",
+        {
+            "channel": "discord",
+            "chatType": "group",
+            "displayName": "discord:#dev",
+            "subject": "dev",
+            "deliveryContext": {"channel": "discord", "to": "channel:dev", "accountId": "bot-1"},
+            "model": "scripted/echo",
+            "totalTokens": 5300,
+        },
+        5,
+        [
+            user("@claw did the nightly build pass?", senderName="bob"),
+            tool_call("call_ci_1", "ci_status", {"pipeline": "nightly"}),
+            tool_result("call_ci_1", "ci_status", "nightly #812: passed in 14m02s"),
+            assistant("Yes: nightly #812 passed in 14 minutes."),
+        ],
+    ),
+    (
+        "agent:main:telegram:group:-1001234567890",
+        {
+            "channel": "telegram",
+            "chatType": "group",
+            "displayName": "telegram:Family",
+            "subject": "Family",
+            "lastChannel": "telegram",
+            "lastTo": "group:-1001234567890",
+        },
+        30,
+        [user("Dinner at 7?"), assistant("Noted: dinner at 7 tonight.")],
+    ),
+    (
+        "agent:main:slack:channel:c0general",
+        {
+            "channel": "slack",
+            "chatType": "channel",
+            "displayName": "slack:#general",
+            "lastChannel": "slack",
+            "lastTo": "channel:c0general",
+            "sendPolicy": "deny",
+        },
+        90,
+        [user("Weekly update is posted."), assistant("Thanks, I've read it.")],
+    ),
+    (
+        "agent:main:whatsapp:direct:+15551234567",
+        {
+            "chatType": "direct",
+            "lastChannel": "whatsapp",
+            "lastTo": "+15551234567",
+            "displayName": "Carol",
+        },
+        12,
+        [user("Can you remind me to call the plumber?"), assistant("Reminder set for 17:00.")],
+    ),
+    (
+        "cron:daily-briefing",
+        {"label": "daily-briefing", "displayName": "Daily briefing"},
+        240,
+        [
+            user("[cron] Prepare the daily briefing."),
+            tool_call("call_news_1", "news_headlines", {"limit": 3}),
+            tool_result(
+                "call_news_1",
+                "news_headlines",
+                "1. Markets steady\n2. Rain expected\n3. Release 2.4 shipped",
+            ),
+            assistant("Briefing: markets steady, rain later, release 2.4 is out."),
+        ],
+    ),
+    (
+        f"hook:{HOOK_ID}",
+        {"label": "github-webhook", "displayName": "GitHub webhook"},
+        45,
+        [
+            user("[hook] push to main by dave: 3 commits"),
+            assistant("Logged the push; nothing to do."),
+        ],
+    ),
+    (
+        "node-mac-mini",
+        {"displayName": "mac-mini node"},
+        600,
+        [user("[node] disk usage 81%"), assistant("Disk is at 81%; I'll warn at 90%.")],
+    ),
+    (
+        f"agent:main:subagent:{SUBAGENT_ID}",
+        {
+            "label": "summarise-inbox",
+            "spawnedBy": "agent:main:main",
+            "spawnDepth": 1,
+            "model": "scripted/echo",
+            "inputTokens": 900,
+            "outputTokens": 150,
+        },
+        1,
+        [
+            user(
+                "Summarise the inbox",
+                provenance={
+                    "kind": "inter_session",
+                    "sourceSessionKey": "agent:main:main",
+                    "sourceTool": "sessions_spawn",
+                },
+            ),
+            tool_call("call_mail_1", "mail_search", {"folder": "inbox", "unread": True}),
+            tool_result(
+                "call_mail_1", "mail_search", "4 unread: invoice, offsite agenda, 2 newsletters"
+            ),
+            assistant(
+                "Status: success\nResult: 4 unread — an invoice, the offsite agenda and two newsletters.\nNotes: nothing urgent."
+            ),
+        ],
+    ),
+    (
+        "agent:research:main",
+        {"lastChannel": "webchat", "displayName": "Research desk"},
+        20,
+        [
+            user("Find the latest SQLite release notes."),
+            assistant("SQLite 3.47 is the latest release I know of."),
+        ],
+    ),
+    (
+        "agent:main:signal:group:old-project",
+        {"channel": "signal", "chatType": "group", "displayName": "signal:Old project"},
+        60 * 24 * 30,
+        [user("Project wrapped up, thanks all!"), assistant("Congratulations, everyone.")],
+    ),
+]
+ARCHIVED = {"agent:main:signal:group:old-project"}
+
+
+class Command(BaseCommand):
+    help = "Load demo agents and sessions (idempotent: existing transcripts are left alone)."
+
+    def handle(self, *args, **options):
+        if not GatewayConfig.objects.exists():
+            # A fresh install shows the whole demo to any agent key: visibility "all" with
+            # agent-to-agent between main and research (ops stays out, to show a refusal).
+            GatewayConfig.objects.create(
+                id=1, visibility="all", a2a_enabled=True, a2a_allow=["main", "research"]
+            )
+            self.stdout.write(
+                "seed_demo: new gateway settings: visibility=all, agentToAgent main<->research"
+            )
+        settings = GatewayConfig.load().key_settings
+        for agent_id, data in AGENTS.items():
+            upsert_agent(api_key=None, agent_id=agent_id, data=data)
+        now = now_ms()
+        created = appended = 0
+        for key, entry, minutes_ago, messages in SESSIONS:
+            with transaction.atomic():
+                if not Session.objects.filter(
+                    key=keys.canonical_key(key, settings=settings)
+                ).exists():
+                    entry = {**entry, "updatedAt": now - minutes_ago * MINUTE}
+                session, was_created = store.upsert_session(
+                    api_key=None, key=key, entry=entry, touch=False
+                )
+                created += was_created
+                if session.last_seq == 0:
+                    rows = store.read_messages(
+                        [
+                            {
+                                **m,
+                                "timestamp": now
+                                - minutes_ago * MINUTE
+                                - (len(messages) - i) * 1000,
+                            }
+                            for i, m in enumerate(messages)
+                        ]
+                    )
+                    store.append_to_session(session, rows, touch=False)
+                    appended += len(rows)
+                if key in ARCHIVED and session.archived_at is None:
+                    session.archive()
+        self.stdout.write(
+            f"seed_demo: {len(AGENTS)} agents, {len(SESSIONS)} sessions ({created} new), {appended} messages added"
+        )

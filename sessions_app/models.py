@@ -1,0 +1,427 @@
+"""Agents, sessions, transcripts, runs and the gateway settings.
+
+Rules about one row live on the model, rules about many on its QuerySet (STYLE.md rule 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+
+from django.db import models, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from . import keys
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# --- Gateway settings -----------------------------------------------------------------------
+
+
+class GatewayConfig(models.Model):
+    """The one editable row of gateway settings (api.md §5); `config.py` maps them to OpenClaw names."""
+
+    SCOPES = [("per-sender", "per-sender"), ("global", "global")]
+    VISIBILITIES = [("self", "self"), ("tree", "tree"), ("agent", "agent"), ("all", "all")]
+    SANDBOX_VISIBILITIES = [("spawned", "spawned"), ("all", "all")]
+
+    session_scope = models.CharField(max_length=16, choices=SCOPES, default="per-sender")
+    main_key = models.CharField(max_length=64, default="main")
+    default_agent_id = models.CharField(max_length=64, default="main")
+    visibility = models.CharField(max_length=8, choices=VISIBILITIES, default="tree")
+    sandbox_visibility = models.CharField(
+        max_length=8, choices=SANDBOX_VISIBILITIES, default="spawned"
+    )
+    a2a_enabled = models.BooleanField(default=False)
+    a2a_allow = models.JSONField(default=list, blank=True)
+    max_ping_pong_turns = models.PositiveSmallIntegerField(default=5)
+    subagent_archive_after_minutes = models.PositiveIntegerField(default=60)
+    max_spawn_depth = models.PositiveSmallIntegerField(default=1)
+    max_children_per_agent = models.PositiveSmallIntegerField(default=5)
+    attachments_enabled = models.BooleanField(default=False)
+    attachments_max_total_bytes = models.PositiveIntegerField(default=5 * 1024 * 1024)
+    attachments_max_files = models.PositiveIntegerField(default=50)
+    attachments_max_file_bytes = models.PositiveIntegerField(default=1024 * 1024)
+    chain_max_turns = models.PositiveIntegerField(default=20)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "gateway settings"
+        verbose_name_plural = "gateway settings"
+        constraints = [models.CheckConstraint(condition=Q(id=1), name="gatewayconfig_singleton")]
+
+    def __str__(self):
+        return "Gateway settings"
+
+    @classmethod
+    def load(cls) -> GatewayConfig:
+        config, _ = cls.objects.get_or_create(id=1)
+        return config
+
+    @property
+    def key_settings(self) -> keys.KeySettings:
+        return keys.KeySettings(
+            scope=self.session_scope,
+            main_key=keys.normalize_main_key(self.main_key),
+            default_agent_id=keys.normalize_agent_id(self.default_agent_id),
+        )
+
+
+# --- Agents ---------------------------------------------------------------------------------
+
+
+class Agent(models.Model):
+    """One entry of OpenClaw's `agents.list[]`."""
+
+    id = models.CharField(primary_key=True, max_length=64)
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    # {"type": "scripted", "rules": [...], "delayMs": n} or
+    # {"type": "openai", "baseUrl": ..., "model": ..., "apiKeyEnv": ...}
+    backend = models.JSONField(default=dict, blank=True)
+    # subagents.allowAgents: agent ids this agent may spawn under; ["*"] allows any.
+    allow_agents = models.JSONField(default=list, blank=True)
+    sandboxed = models.BooleanField(default=False)
+    tools_allow = models.JSONField(default=list, blank=True)
+    tools_deny = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return self.id
+
+
+# --- Sessions -------------------------------------------------------------------------------
+
+
+class SessionQuerySet(models.QuerySet):
+    def listable(self, *, settings: keys.KeySettings):
+        """Reserved keys are never listed; `global` is, when it is the main alias (scope=global)."""
+        hidden = ["unknown"] if settings.scope == "global" else ["unknown", "global"]
+        return self.exclude(key__in=hidden)
+
+    def active(self):
+        return self.filter(archived_at__isnull=True)
+
+    def archived(self):
+        return self.filter(archived_at__isnull=False)
+
+    def by_activity(self):
+        return self.order_by("-updated_at", "-id")
+
+
+class Session(models.Model):
+    """A chat session: OpenClaw's `SessionEntry` plus its key, with transcript bookkeeping."""
+
+    SEND_POLICIES = [("allow", "allow"), ("deny", "deny")]
+
+    key = models.CharField(max_length=keys.MAX_KEY_LENGTH, unique=True)
+    session_id = models.UUIDField(default=uuid.uuid4, unique=True)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
+    # Derived from the key at write time so lists filter in SQL (see refresh_derived()).
+    kind = models.CharField(max_length=8, default="other")
+    row_channel = models.CharField(max_length=64, default=keys.UNKNOWN_CHANNEL)
+
+    label = models.CharField(max_length=200, blank=True)
+    display_name = models.CharField(max_length=300, blank=True)
+    subject = models.CharField(max_length=300, blank=True)
+    channel = models.CharField(max_length=64, blank=True)
+    chat_type = models.CharField(max_length=16, blank=True)
+    origin = models.JSONField(null=True, blank=True)
+    delivery_context = models.JSONField(null=True, blank=True)
+    last_channel = models.CharField(max_length=64, blank=True)
+    last_to = models.CharField(max_length=300, blank=True)
+    last_account_id = models.CharField(max_length=200, blank=True)
+    last_thread_id = models.CharField(max_length=200, blank=True)
+
+    model = models.CharField(max_length=200, blank=True)
+    model_provider = models.CharField(max_length=100, blank=True)
+    context_tokens = models.BigIntegerField(null=True, blank=True)
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    total_tokens = models.BigIntegerField(null=True, blank=True)
+    thinking_level = models.CharField(max_length=32, blank=True)
+    verbose_level = models.CharField(max_length=32, blank=True)
+    reasoning_level = models.CharField(max_length=32, blank=True)
+    system_sent = models.BooleanField(null=True, blank=True)
+    aborted_last_run = models.BooleanField(null=True, blank=True)
+    # The per-session override; blank means inherit the send policy.
+    send_policy = models.CharField(max_length=8, choices=SEND_POLICIES, blank=True)
+
+    spawned_by = models.CharField(max_length=keys.MAX_KEY_LENGTH, blank=True)
+    spawn_depth = models.PositiveSmallIntegerField(default=0)
+
+    # Other SessionEntry fields, kept as given so an export or a re-import loses nothing.
+    extra = models.JSONField(default=dict, blank=True)
+
+    last_seq = models.PositiveIntegerField(default=0)
+    # Status of the latest run, kept here so lists need no join (running|done|failed|timeout|aborted).
+    run_status = models.CharField(max_length=16, blank=True)
+    # OpenClaw's updatedAt, in milliseconds since the epoch.
+    updated_at = models.BigIntegerField(default=now_ms)
+    created_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["-updated_at", "-id"], name="session_activity"),
+            models.Index(fields=["agent", "-updated_at", "-id"], name="session_agent_activity"),
+            models.Index(fields=["spawned_by"], name="session_spawned_by"),
+            models.Index(fields=["label"], name="session_label"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(send_policy__in=["", "allow", "deny"]), name="session_send_policy_valid"
+            ),
+        ]
+
+    def __str__(self):
+        return self.key
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+    def archive(self) -> None:
+        if self.archived_at is None:
+            self.archived_at = timezone.now()
+            Session.objects.filter(pk=self.pk).update(archived_at=self.archived_at)
+
+    def restore(self) -> None:
+        if self.archived_at is not None:
+            self.archived_at = None
+            Session.objects.filter(pk=self.pk).update(archived_at=None)
+
+    def refresh_derived(self, settings: keys.KeySettings) -> None:
+        """Recompute kind and row channel from the key and the routing fields."""
+        self.kind = keys.classify_kind(self.key, chat_type=self.chat_type, settings=settings)
+        delivery = self.delivery_context if isinstance(self.delivery_context, dict) else {}
+        origin = self.origin if isinstance(self.origin, dict) else {}
+        self.row_channel = keys.derive_channel(
+            kind=self.kind,
+            key=self.key,
+            channel=self.channel,
+            origin_provider=origin.get("provider"),
+            delivery_channel=delivery.get("channel"),
+            last_channel=self.last_channel,
+        )[:64]
+
+    def allocate_seqs(self, count: int) -> int:
+        """Reserve `count` contiguous seq values; returns the first. Call inside a transaction.
+
+        The UPDATE … SET last_seq = last_seq + n takes the row lock (PostgreSQL) or the write lock
+        (SQLite, IMMEDIATE), so concurrent appenders get disjoint, gap-free ranges.
+        """
+        assert transaction.get_connection().in_atomic_block, "allocate_seqs needs a transaction"
+        Session.objects.filter(pk=self.pk).update(last_seq=F("last_seq") + count)
+        self.last_seq = Session.objects.values_list("last_seq", flat=True).get(pk=self.pk)
+        return self.last_seq - count + 1
+
+
+# --- Transcript -----------------------------------------------------------------------------
+
+
+class Message(models.Model):
+    """One raw transcript message (reference §8.3), at position `seq` (1-based) in its session."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=32)
+    # A string or a list of content blocks, exactly as given.
+    content = models.JSONField(null=True, blank=True)
+    provenance = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=200, blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    timestamp = models.BigIntegerField(default=now_ms)
+    # Every other field of the message (api, provider, model, stopReason, details, isError, …).
+    extra = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.session_id}#{self.seq} {self.role}"
+
+    def to_transcript(self) -> dict:
+        """The message as OpenClaw writes it in a transcript line (`line.message`)."""
+        payload = {"role": self.role, **self.extra}
+        if self.content is not None:
+            payload["content"] = self.content
+        if self.tool_call_id:
+            payload["toolCallId"] = self.tool_call_id
+        if self.tool_name:
+            payload["toolName"] = self.tool_name
+        if self.usage is not None:
+            payload["usage"] = self.usage
+        if self.provenance is not None:
+            payload["provenance"] = self.provenance
+        payload["timestamp"] = self.timestamp
+        return payload
+
+
+# --- Runs -----------------------------------------------------------------------------------
+
+
+class Run(models.Model):
+    """One agent turn: queued → running → ok | error | timeout | aborted."""
+
+    QUEUED, RUNNING, OK, ERROR, TIMEOUT, ABORTED = (
+        "queued",
+        "running",
+        "ok",
+        "error",
+        "timeout",
+        "aborted",
+    )
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, OK, ERROR, TIMEOUT, ABORTED)]
+    FINISHED = frozenset({OK, ERROR, TIMEOUT, ABORTED})
+    KINDS = [(k, k) for k in ("send", "spawn", "ingest", "step", "announce")]
+    # How a run's status shows on its session row (api.md §1).
+    SESSION_STATUS = {
+        QUEUED: "running",
+        RUNNING: "running",
+        OK: "done",
+        ERROR: "failed",
+        TIMEOUT: "timeout",
+        ABORTED: "aborted",
+    }
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=16, choices=KINDS, default="send")
+    status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED)
+    requester_key = models.CharField(max_length=keys.MAX_KEY_LENGTH, blank=True)
+    parent_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs"
+    )
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    message = models.TextField(blank=True)
+    reply = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "-created_at"], name="run_session_recent")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "ok", "error", "timeout", "aborted"]),
+                name="run_status_valid",
+            ),
+            models.UniqueConstraint(
+                fields=["requester_key", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="run_idempotency_unique",
+            ),
+        ]
+
+    def __str__(self):
+        return f"run {self.id} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.FINISHED
+
+
+# --- API keys -------------------------------------------------------------------------------
+
+
+class ApiKeyQuerySet(models.QuerySet):
+    def usable(self):
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    """A hashed API key with a scope (api.md §4). The plaintext is shown once, at creation."""
+
+    OPERATOR, INGEST, AGENT = "operator", "ingest", "agent"
+    SCOPES = [(OPERATOR, "operator"), (INGEST, "ingest"), (AGENT, "agent")]
+    PREFIX = "ocs"
+    # last_used_at is written at most this often, so reads do not become writes.
+    TOUCH_EVERY_SECONDS = 60
+
+    name = models.CharField(max_length=200, blank=True)
+    lookup = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    scope = models.CharField(max_length=16, choices=SCOPES)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.CASCADE)
+    session_key = models.CharField(max_length=keys.MAX_KEY_LENGTH, blank=True)
+    sandboxed = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "API key"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope__in=["operator", "ingest", "agent"]), name="apikey_scope_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(scope="agent") | Q(agent__isnull=False),
+                name="apikey_agent_scope_has_agent",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.PREFIX}_{self.lookup}… ({self.scope})"
+
+    @staticmethod
+    def hash_secret(secret: str) -> str:
+        # Keys carry 256 bits of randomness, so a fast hash is enough (no dictionary to attack).
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    @classmethod
+    def generate(cls, **fields) -> tuple[ApiKey, str]:
+        """Create a key; returns (row, plaintext). The plaintext is not stored."""
+        lookup = secrets.token_hex(6)
+        secret = secrets.token_urlsafe(32)
+        plaintext = f"{cls.PREFIX}_{lookup}_{secret}"
+        row = cls.objects.create(lookup=lookup, secret_hash=cls.hash_secret(secret), **fields)
+        return row, plaintext
+
+    @classmethod
+    def authenticate(cls, plaintext: str) -> ApiKey | None:
+        parts = plaintext.strip().split("_", 2)
+        if len(parts) != 3 or parts[0] != cls.PREFIX:
+            return None
+        key = cls.objects.usable().select_related("agent").filter(lookup=parts[1]).first()
+        if key is None or not secrets.compare_digest(key.secret_hash, cls.hash_secret(parts[2])):
+            return None
+        key.touch()
+        return key
+
+    def touch(self) -> None:
+        now = timezone.now()
+        if (
+            self.last_used_at
+            and (now - self.last_used_at).total_seconds() < self.TOUCH_EVERY_SECONDS
+        ):
+            return
+        ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
+        self.last_used_at = now
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])

@@ -1,0 +1,74 @@
+"""Turning a tool's `sessionKey` argument into a Session the requester may use (reference §1.3, §7).
+
+Order, as OpenClaw: resolve the reference (key, else sessionId) → sandbox spawned check →
+visibility guard for the action. Errors carry OpenClaw's exact texts.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from . import keys, visibility
+from .errors import Forbidden, InvalidArgument, NotFound
+from .identity import Requester
+from .models import Session
+
+
+def not_found_text(raw: str) -> str:
+    return f"Session not found: {raw} (use the full sessionKey from sessions_list)"
+
+
+def sandbox_hidden_text(raw: str) -> str:
+    return f"Session not visible from this sandboxed agent session: {raw}"
+
+
+def canonical_for(requester: Requester, raw: str) -> str:
+    """Internal key for `raw`: "main" is the caller's own main session, bare keys the default agent's."""
+    try:
+        return keys.canonical_key(raw, agent_id=requester.agent_id, settings=requester.key_settings)
+    except keys.InvalidKey as exc:
+        raise InvalidArgument(f"sessionKey: {exc}") from None
+
+
+def find_session(requester: Requester, raw: str) -> tuple[Session | None, str, bool]:
+    """(session or None, canonical key, resolved_by_key). No access checks."""
+    text = raw.strip()
+    key_like = keys.looks_like_session_key(text) and not keys.looks_like_session_id(text)
+    canonical = canonical_for(requester, text)
+    session = Session.objects.filter(key=canonical).first()
+    if session is not None or key_like:
+        return session, canonical, True
+    # A UUID, or text that does not look like a key: try it as a sessionId.
+    try:
+        session_id = uuid.UUID(text)
+    except ValueError:
+        return None, canonical, False
+    session = Session.objects.filter(session_id=session_id).first()
+    return session, (session.key if session else canonical), False
+
+
+def resolve_session(requester: Requester, raw: str, *, action: str) -> Session:
+    """The Session named by `raw` that `requester` may `action` ("history", "send").
+
+    Raises Forbidden (visibility, sandbox) or NotFound.
+    """
+    policy = visibility.policy_for(requester)
+    session, canonical, by_key = find_session(requester, raw)
+    if session is None and not by_key:
+        raise (
+            Forbidden(sandbox_hidden_text(raw))
+            if policy.restrict_to_spawned
+            else NotFound(not_found_text(raw))
+        )
+    is_self = canonical == requester.session_key
+    spawned_by = session.spawned_by if session else ""
+    if policy.restrict_to_spawned and not is_self and spawned_by != requester.session_key:
+        raise Forbidden(sandbox_hidden_text(raw))
+    denied = visibility.check(
+        policy, target_key=canonical, target_spawned_by=spawned_by, action=action
+    )
+    if denied:
+        raise Forbidden(denied)
+    if session is None:
+        raise NotFound(not_found_text(raw))
+    return session

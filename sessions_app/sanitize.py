@@ -1,0 +1,163 @@
+"""Bounding transcript messages for tool output (reference §3.3–3.4).
+
+Per message: drop `details`/`usage`/`cost`, cut long text to 4000 UTF-16 units (baseline rule:
+prefix + suffix ≤ 4000), drop thinking signatures, replace image data by its size, and mask
+credential-like text. Per page: keep the newest messages within 80 KiB of JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+TEXT_LIMIT = 4000
+TRUNCATION_SUFFIX = "\n…(truncated)…"
+MAX_BYTES = 80 * 1024
+TOO_LARGE_PLACEHOLDER = "[sessions_history omitted: message too large]"
+_DROPPED_KEYS = ("details", "usage", "cost")
+_TEXT_FIELDS = ("text", "thinking", "partialJson")
+
+# Credential-like text (our choice; the reference names the behaviour, not the patterns).
+_SECRET_PATTERNS = [
+    # (pattern, group holding the secret)
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"), 0),
+    (re.compile(r"\b(?:sk|rk|pk)-(?:proj-|live-|test-)?[A-Za-z0-9_-]{16,}"), 0),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), 0),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), 0),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), 0),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), 0),
+    (re.compile(r"\bocs_[0-9a-f]{12}_[A-Za-z0-9_-]{20,}"), 0),
+    (re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{16,})"), 2),
+    (
+        re.compile(
+            r"(?i)(\b(?:api[_-]?key|secret|token|password|passwd)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{8,})"
+        ),
+        2,
+    ),
+]
+
+
+def _mask(secret: str) -> str:
+    if secret.startswith("-----BEGIN"):
+        return "[redacted private key]"
+    if len(secret) >= 18:
+        return f"{secret[:6]}…{secret[-4:]}"
+    return "***"
+
+
+def _mask_group(match: re.Match, group: int) -> str:
+    whole = match.group(0)
+    offset = match.start(0)
+    head = whole[: match.start(group) - offset]
+    tail = whole[match.end(group) - offset :]
+    return head + _mask(match.group(group)) + tail
+
+
+def redact(text: str) -> tuple[str, bool]:
+    changed = False
+    for pattern, group in _SECRET_PATTERNS:
+        if pattern.search(text):
+            text = pattern.sub(lambda m, g=group: _mask_group(m, g), text)
+            changed = True
+    return text, changed
+
+
+def utf16_len(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def truncate_text(text: str, limit: int = TEXT_LIMIT) -> tuple[str, bool]:
+    """Cut so that prefix + suffix fit in `limit` UTF-16 units, never splitting a surrogate pair."""
+    if len(text) <= limit // 2 or utf16_len(text) <= limit:
+        return text, False
+    budget = limit - len(TRUNCATION_SUFFIX)
+    units = 0
+    cut = 0
+    for index, ch in enumerate(text):
+        width = 2 if ord(ch) > 0xFFFF else 1
+        if units + width > budget:
+            break
+        units += width
+        cut = index + 1
+    return text[:cut] + TRUNCATION_SUFFIX, True
+
+
+class Flags:
+    __slots__ = ("truncated", "redacted")
+
+    def __init__(self):
+        self.truncated = False
+        self.redacted = False
+
+    def text(self, value: str) -> str:
+        value, cut = truncate_text(value)
+        value, masked = redact(value)
+        self.truncated |= cut
+        self.redacted |= masked
+        return value
+
+
+def _sanitize_block(block, flags: Flags):
+    if not isinstance(block, dict):
+        return block
+    block = dict(block)
+    for field in _TEXT_FIELDS:
+        if isinstance(block.get(field), str):
+            block[field] = flags.text(block[field])
+    if block.get("type") == "thinking" and "thinkingSignature" in block:
+        del block["thinkingSignature"]
+        flags.truncated = True
+    if block.get("type") == "image" and isinstance(block.get("data"), str):
+        data = block.pop("data")
+        block["omitted"] = True
+        block["bytes"] = len(data.encode())
+        flags.truncated = True
+    return block
+
+
+def sanitize_message(message: dict, flags: Flags) -> dict:
+    """A shallow copy of `message`, bounded for tool output; marks `flags`."""
+    out = dict(message)
+    for key in _DROPPED_KEYS:
+        if key in out:
+            del out[key]
+            flags.truncated = True
+    content = out.get("content")
+    if isinstance(content, str):
+        out["content"] = flags.text(content)
+    elif isinstance(content, list):
+        out["content"] = [_sanitize_block(b, flags) for b in content]
+    if isinstance(out.get("text"), str):
+        out["text"] = flags.text(out["text"])
+    return out
+
+
+def json_bytes(value) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def cap_messages(messages: list[dict], max_bytes: int = MAX_BYTES) -> tuple[list[dict], bool, int]:
+    """Keep the newest messages whose JSON array fits in `max_bytes`.
+
+    Returns (kept, hard_capped, bytes). When even the newest message alone is too large it is
+    replaced by a placeholder that keeps its `__openclaw.seq`.
+    """
+    if not messages:
+        return [], False, 2
+    sizes = [json_bytes(m) for m in messages]
+    total = 2 + sum(sizes) + len(sizes) - 1
+    start = 0
+    while total > max_bytes and len(messages) - start > 1:
+        total -= sizes[start] + 1
+        start += 1
+    kept = messages[start:]
+    if total <= max_bytes:
+        return kept, False, total
+    placeholder = {"role": "assistant", "content": TOO_LARGE_PLACEHOLDER}
+    meta = kept[-1].get("__openclaw")
+    if meta is not None:
+        placeholder["__openclaw"] = meta
+    return [placeholder], True, 2 + json_bytes(placeholder)

@@ -1,0 +1,492 @@
+"""Writing sessions and transcripts: ingest, append, patch. The one entry point for each change.
+
+Callers (REST views, import_openclaw, seed_demo, admin) validate nothing themselves: these
+functions check the input and raise InvalidArgument / NotFound with messages naming the field.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from . import keys
+from .errors import AccessDenied, InvalidArgument, NotFound
+from .models import Agent, ApiKey, GatewayConfig, Message, Session, now_ms
+
+MAX_MESSAGES_PER_APPEND = 1000
+MESSAGE_ROLES = ("user", "assistant", "toolResult", "tool", "system")
+PROVENANCE_KINDS = ("external_user", "inter_session", "internal_system")
+CHAT_TYPES = {
+    "direct": "direct",
+    "dm": "direct",
+    "group": "group",
+    "supergroup": "group",
+    "channel": "channel",
+}
+
+# SessionEntry fields we keep in columns: OpenClaw name → (model field, kind).
+_STR, _INT, _BOOL, _OBJ = "str", "int", "bool", "obj"
+ENTRY_FIELDS: dict[str, tuple[str, str]] = {
+    "label": ("label", _STR),
+    "displayName": ("display_name", _STR),
+    "subject": ("subject", _STR),
+    "channel": ("channel", _STR),
+    "lastChannel": ("last_channel", _STR),
+    "lastTo": ("last_to", _STR),
+    "lastAccountId": ("last_account_id", _STR),
+    "model": ("model", _STR),
+    "modelProvider": ("model_provider", _STR),
+    "thinkingLevel": ("thinking_level", _STR),
+    "verboseLevel": ("verbose_level", _STR),
+    "reasoningLevel": ("reasoning_level", _STR),
+    "contextTokens": ("context_tokens", _INT),
+    "inputTokens": ("input_tokens", _INT),
+    "outputTokens": ("output_tokens", _INT),
+    "totalTokens": ("total_tokens", _INT),
+    "systemSent": ("system_sent", _BOOL),
+    "abortedLastRun": ("aborted_last_run", _BOOL),
+    "deliveryContext": ("delivery_context", _OBJ),
+    "origin": ("origin", _OBJ),
+}
+# Other SessionEntry fields (reference §8.2): accepted and kept as they are in `extra`.
+PASSTHROUGH_FIELDS = frozenset(
+    {
+        "sessionFile",
+        "groupId",
+        "groupChannel",
+        "space",
+        "providerOverride",
+        "modelOverride",
+        "authProfileOverride",
+        "authProfileOverrideSource",
+        "authProfileOverrideCompactionCount",
+        "resolvedModel",
+        "totalTokensFresh",
+        "compactionCount",
+        "memoryFlushAt",
+        "memoryFlushCompactionCount",
+        "estimatedCostUsd",
+        "groupActivation",
+        "queueMode",
+        "queueDebounceMs",
+        "queueCap",
+        "queueDrop",
+        "lastHeartbeatText",
+        "lastHeartbeatSentAt",
+        "cliSessionIds",
+        "claudeCliSessionId",
+        "skillsSnapshot",
+        "systemPromptReport",
+        "elevatedLevel",
+        "responseUsage",
+        "ttsAuto",
+        "fastMode",
+        "sessionStartedAt",
+        "lastInteractionAt",
+        "lifecycleRevision",
+        "parentSessionKey",
+        "childSessions",
+        "subagentRole",
+        "subagentControlScope",
+        "status",
+        "startedAt",
+        "endedAt",
+        "runtimeMs",
+        "execHost",
+        "execSecurity",
+        "execAsk",
+        "execNode",
+        "sendPolicyReason",
+    }
+)
+SPECIAL_FIELDS = frozenset(
+    {
+        "key",
+        "sessionId",
+        "updatedAt",
+        "chatType",
+        "lastThreadId",
+        "sendPolicy",
+        "spawnedBy",
+        "spawnDepth",
+    }
+)
+MAX_STRING = 2000
+
+
+def require_scope(api_key: ApiKey, *scopes: str) -> None:
+    if api_key.scope not in scopes:
+        raise AccessDenied(
+            f"This API key's scope ({api_key.scope}) cannot do this; it needs {' or '.join(scopes)}"
+        )
+
+
+# --- field readers --------------------------------------------------------------------------
+
+
+def _string(name: str, value: Any, *, max_length: int = MAX_STRING) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string")
+    if len(value) > max_length:
+        raise InvalidArgument(f"{name} must be at most {max_length} characters")
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} must not contain NUL characters")
+    return value.strip()
+
+
+def _non_negative_int(name: str, value: Any, *, maximum: int = 2**63 - 1) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidArgument(f"{name} must be a non-negative integer")
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+            raise InvalidArgument(f"{name} must be a non-negative integer")
+        value = int(value)
+    if value < 0:
+        raise InvalidArgument(f"{name} must be a non-negative integer")
+    if value > maximum:
+        raise InvalidArgument(f"{name} must be at most {maximum}")
+    return value
+
+
+def _bool(name: str, value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise InvalidArgument(f"{name} must be a boolean")
+
+
+def _object(name: str, value: Any) -> dict | None:
+    if value is None or isinstance(value, dict):
+        return value
+    raise InvalidArgument(f"{name} must be an object")
+
+
+def _send_policy(value: Any) -> str:
+    """ "allow" | "deny" set an override; null, "", "inherit" clear it."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.strip().lower() in {"allow", "deny", "inherit", ""}:
+        value = value.strip().lower()
+        return "" if value == "inherit" else value
+    raise InvalidArgument('sendPolicy must be "allow", "deny", "inherit" or null')
+
+
+def canonical_session_key(raw: Any, *, settings: keys.KeySettings, field: str = "key") -> str:
+    if not isinstance(raw, str):
+        raise InvalidArgument(f"{field} must be a string")
+    try:
+        return keys.canonical_key(raw, settings=settings)
+    except keys.InvalidKey as exc:
+        raise InvalidArgument(f"{field}: {exc}") from None
+
+
+def get_session(raw_key: str, *, settings: keys.KeySettings) -> Session:
+    """Look a session up by key in either form (bare or canonical); NotFound with OpenClaw's text."""
+    try:
+        canonical = keys.canonical_key(raw_key, settings=settings)
+    except keys.InvalidKey:
+        raise NotFound(f"Session not found: {raw_key}") from None
+    session = Session.objects.filter(key=canonical).first()
+    if session is None:
+        raise NotFound(f"Session not found: {raw_key}")
+    return session
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+@dataclass
+class EntryChanges:
+    key: str
+    agent_id: str
+    fields: dict[str, Any]
+    extra: dict[str, Any]
+    session_id: uuid.UUID | None
+    updated_at: int | None
+
+
+def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None) -> EntryChanges:
+    """Validate a `sessions.json` entry (plus its key) into column values."""
+    if not isinstance(entry, dict):
+        raise InvalidArgument("session entry must be a JSON object")
+    unknown = sorted(
+        k
+        for k in entry
+        if k not in ENTRY_FIELDS and k not in PASSTHROUGH_FIELDS and k not in SPECIAL_FIELDS
+    )
+    if unknown:
+        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    canonical = canonical_session_key(
+        key if key is not None else entry.get("key"), settings=settings
+    )
+    if canonical in keys.RESERVED_KEYS:
+        agent_id = settings.default_agent_id
+    else:
+        agent_id = keys.agent_id_of(canonical)
+
+    fields: dict[str, Any] = {}
+    for name, (column, kind) in ENTRY_FIELDS.items():
+        if name not in entry:
+            continue
+        value = entry[name]
+        if kind == _STR:
+            fields[column] = _string(name, value, max_length=300 if column != "last_to" else 300)
+        elif kind == _INT:
+            fields[column] = _non_negative_int(name, value)
+        elif kind == _BOOL:
+            fields[column] = _bool(name, value)
+        else:
+            fields[column] = _object(name, value)
+    if "chatType" in entry:
+        raw = _string("chatType", entry["chatType"]).lower()
+        if raw and raw not in CHAT_TYPES:
+            raise InvalidArgument('chatType must be "direct", "group" or "channel"')
+        fields["chat_type"] = CHAT_TYPES.get(raw, "")
+    if "lastThreadId" in entry:
+        value = entry["lastThreadId"]
+        if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
+            raise InvalidArgument("lastThreadId must be a string or a number")
+        fields["last_thread_id"] = "" if value is None else str(value)[:200]
+    if "sendPolicy" in entry:
+        fields["send_policy"] = _send_policy(entry["sendPolicy"])
+    if "spawnedBy" in entry:
+        spawned_by = entry["spawnedBy"]
+        fields["spawned_by"] = (
+            canonical_session_key(spawned_by, settings=settings, field="spawnedBy")
+            if spawned_by
+            else ""
+        )
+    if "spawnDepth" in entry:
+        fields["spawn_depth"] = (
+            _non_negative_int("spawnDepth", entry["spawnDepth"], maximum=32) or 0
+        )
+
+    session_id = None
+    if entry.get("sessionId") is not None:
+        try:
+            session_id = uuid.UUID(str(entry["sessionId"]))
+        except ValueError:
+            raise InvalidArgument("sessionId must be a UUID") from None
+    updated_at = _non_negative_int("updatedAt", entry.get("updatedAt"), maximum=2**53 - 1)
+    extra = {k: entry[k] for k in entry if k in PASSTHROUGH_FIELDS}
+    return EntryChanges(canonical, agent_id, fields, extra, session_id, updated_at)
+
+
+def upsert_session(
+    *, api_key: ApiKey | None, entry: Any, key: str | None = None, touch: bool = True
+) -> tuple[Session, bool]:
+    """Create or update a session from a `sessions.json` entry. Returns (session, created).
+
+    updatedAt becomes the later of the stored and the given value; with none given and
+    `touch`, now (OpenClaw `mergeSessionEntry`). `api_key` None means a trusted local caller
+    (management commands).
+    """
+    if api_key is not None:
+        require_scope(api_key, ApiKey.OPERATOR, ApiKey.INGEST)
+    config = GatewayConfig.load()
+    settings = config.key_settings
+    changes = read_entry(entry, settings=settings, key=key)
+    if not Agent.objects.filter(pk=changes.agent_id).exists():
+        raise InvalidArgument(f"agent not found: {changes.agent_id}")
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                return _write_entry(changes, settings=settings, touch=touch)
+        except IntegrityError:
+            # Lost a race creating the same key (or a duplicate sessionId): retry as an update.
+            if attempt == 1:
+                if (
+                    changes.session_id
+                    and Session.objects.filter(session_id=changes.session_id)
+                    .exclude(key=changes.key)
+                    .exists()
+                ):
+                    raise InvalidArgument("sessionId is already used by another session") from None
+                raise
+    raise AssertionError("unreachable")
+
+
+def _write_entry(
+    changes: EntryChanges, *, settings: keys.KeySettings, touch: bool
+) -> tuple[Session, bool]:
+    session = Session.objects.select_for_update().filter(key=changes.key).first()
+    created = session is None
+    if created:
+        session = Session(key=changes.key, agent_id=changes.agent_id)
+    if changes.session_id and changes.session_id != session.session_id:
+        clash = Session.objects.filter(session_id=changes.session_id).exclude(key=changes.key)
+        if clash.exists():
+            raise InvalidArgument("sessionId is already used by another session")
+        session.session_id = changes.session_id
+    for column, value in changes.fields.items():
+        setattr(session, column, value if value is not None or column in _NULLABLE else "")
+    if changes.extra:
+        session.extra = {**(session.extra or {}), **changes.extra}
+    if changes.updated_at is not None:
+        session.updated_at = max(session.updated_at if not created else 0, changes.updated_at)
+    elif touch:
+        session.updated_at = max(session.updated_at, now_ms())
+    session.refresh_derived(settings)
+    session.save()
+    return session, created
+
+
+_NULLABLE = frozenset(
+    {
+        "context_tokens",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "system_sent",
+        "aborted_last_run",
+        "delivery_context",
+        "origin",
+    }
+)
+
+PATCH_FIELDS = {
+    "label": "label",
+    "displayName": "display_name",
+    "model": "model",
+    "thinkingLevel": "thinking_level",
+    "verboseLevel": "verbose_level",
+    "reasoningLevel": "reasoning_level",
+}
+
+
+def patch_session(*, api_key: ApiKey, key: str, changes: Any) -> Session:
+    """OpenClaw `sessions.patch`: label, displayName, model, levels and the sendPolicy override."""
+    require_scope(api_key, ApiKey.OPERATOR, ApiKey.INGEST)
+    if not isinstance(changes, dict) or not changes:
+        raise InvalidArgument("body must be a non-empty JSON object")
+    unknown = sorted(k for k in changes if k not in PATCH_FIELDS and k != "sendPolicy")
+    if unknown:
+        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    values = {
+        PATCH_FIELDS[k]: _string(k, v, max_length=300)
+        for k, v in changes.items()
+        if k in PATCH_FIELDS
+    }
+    settings = GatewayConfig.load().key_settings
+    with transaction.atomic():
+        session = get_session(key, settings=settings)
+        session = Session.objects.select_for_update().get(pk=session.pk)
+        for column, value in values.items():
+            setattr(session, column, value)
+        if "sendPolicy" in changes:
+            session.send_policy = _send_policy(changes["sendPolicy"])
+        session.updated_at = max(session.updated_at, now_ms())
+        session.save()
+    return session
+
+
+def set_send_policy(*, session: Session, policy: str | None) -> Session:
+    """Set or clear the per-session send-policy override ("allow", "deny", None/"inherit")."""
+    value = _send_policy(policy)
+    with transaction.atomic():
+        Session.objects.filter(pk=session.pk).update(
+            send_policy=value, updated_at=max(session.updated_at, now_ms())
+        )
+    session.refresh_from_db(fields=["send_policy", "updated_at"])
+    return session
+
+
+# --- transcript -----------------------------------------------------------------------------
+
+
+def read_message(index: int, raw: Any) -> Message:
+    """Validate one transcript message (reference §8.3) into an unsaved Message."""
+    where = f"messages[{index}]"
+    if not isinstance(raw, dict):
+        raise InvalidArgument(f"{where} must be an object")
+    role = raw.get("role")
+    if role not in MESSAGE_ROLES:
+        raise InvalidArgument(f"{where}.role must be one of {', '.join(MESSAGE_ROLES)}")
+    content = raw.get("content")
+    blocks_ok = isinstance(content, list) and all(
+        isinstance(b, dict) and isinstance(b.get("type"), str) for b in content
+    )
+    if content is not None and not isinstance(content, str) and not blocks_ok:
+        raise InvalidArgument(f"{where}.content must be a string or an array of blocks with a type")
+    if isinstance(content, str) and "\x00" in content:
+        raise InvalidArgument(f"{where}.content must not contain NUL characters")
+    timestamp = _non_negative_int(f"{where}.timestamp", raw.get("timestamp"), maximum=2**53 - 1)
+    provenance = raw.get("provenance")
+    if provenance is not None:
+        provenance = _object(f"{where}.provenance", provenance)
+        if provenance.get("kind") not in PROVENANCE_KINDS:
+            provenance = None  # unknown kinds are ignored, as OpenClaw does
+    extra = {
+        k: v
+        for k, v in raw.items()
+        if k
+        not in {
+            "role",
+            "content",
+            "timestamp",
+            "provenance",
+            "toolCallId",
+            "toolName",
+            "usage",
+            "__openclaw",
+        }
+    }
+    return Message(
+        role=role,
+        content=content,
+        provenance=provenance,
+        tool_call_id=_string(f"{where}.toolCallId", raw.get("toolCallId"), max_length=200),
+        tool_name=_string(f"{where}.toolName", raw.get("toolName"), max_length=200),
+        usage=_object(f"{where}.usage", raw.get("usage")),
+        timestamp=timestamp if timestamp is not None else now_ms(),
+        extra=extra,
+    )
+
+
+def read_messages(raw: Any) -> list[Message]:
+    if not isinstance(raw, list) or not raw:
+        raise InvalidArgument("messages must be a non-empty array")
+    if len(raw) > MAX_MESSAGES_PER_APPEND:
+        raise InvalidArgument(f"messages must have at most {MAX_MESSAGES_PER_APPEND} items")
+    return [read_message(i, m) for i, m in enumerate(raw)]
+
+
+def append_to_session(
+    session: Session, messages: list[Message], *, touch: bool = True
+) -> tuple[int, int]:
+    """Append validated messages at the next seqs, atomically. Returns (firstSeq, lastSeq)."""
+    with transaction.atomic():
+        first = session.allocate_seqs(len(messages))
+        for offset, message in enumerate(messages):
+            message.session_id = session.pk
+            message.seq = first + offset
+        Message.objects.bulk_create(messages)
+        if touch:
+            now = now_ms()
+            Session.objects.filter(pk=session.pk, updated_at__lt=now).update(updated_at=now)
+    return first, first + len(messages) - 1
+
+
+def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
+    """`POST /sessions/{key}/messages/`: {"messages": [...], "run"?: false} → {appended, firstSeq, lastSeq}."""
+    require_scope(api_key, ApiKey.OPERATOR, ApiKey.INGEST)
+    if not isinstance(body, dict):
+        raise InvalidArgument("body must be a JSON object")
+    unknown = sorted(k for k in body if k not in {"messages", "run"})
+    if unknown:
+        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    run = body.get("run", False)
+    if not isinstance(run, bool):
+        raise InvalidArgument("run must be a boolean")
+    if run:
+        raise InvalidArgument("run=true needs the run engine, which this version does not have yet")
+    messages = read_messages(body.get("messages"))
+    session = get_session(key, settings=GatewayConfig.load().key_settings)
+    first, last = append_to_session(session, messages)
+    return {"appended": len(messages), "firstSeq": first, "lastSeq": last}

@@ -1,0 +1,157 @@
+"""Reading transcripts: pages by seq, the last N messages of many sessions, bounded output.
+
+Pages are index range scans on UniqueConstraint(session, seq), so their cost does not grow with
+depth. "Last N per session" is one OR-of-ranges query over `seq > last_seq - N`, never a sliced
+Prefetch over whole transcripts (stack.md §7.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import reduce
+from operator import or_
+
+from django.db.models import Q
+
+from . import sanitize
+from .models import Message, Session
+
+TOOL_RESULT = "toolResult"
+
+
+def payload(message: Message) -> dict:
+    """The raw transcript message plus `__openclaw.seq`, its 1-based transcript position."""
+    data = message.to_transcript()
+    data["__openclaw"] = {"seq": message.seq}
+    return data
+
+
+def read_page(
+    session: Session,
+    *,
+    limit: int,
+    include_tools: bool,
+    offset: int = 0,
+    before_seq: int | None = None,
+) -> tuple[list[Message], bool]:
+    """The newest `limit` messages (oldest first) older than `before_seq`, skipping the newest
+    `offset` visible ones. Returns (messages, has_more)."""
+    qs = Message.objects.filter(session=session)
+    if before_seq is not None:
+        qs = qs.filter(seq__lt=before_seq)
+    if include_tools:
+        # seq is contiguous (1..last_seq) and messages are never deleted one by one, so an offset
+        # over the whole transcript is a seq bound: no rows to skip over.
+        if offset:
+            qs = qs.filter(seq__lte=session.last_seq - offset)
+        rows = list(qs.order_by("-seq")[: limit + 1])
+    else:
+        qs = qs.exclude(role=TOOL_RESULT)
+        rows = list(qs.order_by("-seq")[offset : offset + limit + 1])
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    rows.reverse()
+    return rows, has_more
+
+
+@dataclass
+class Bounded:
+    messages: list[dict]
+    kept_from_source: int  # how many source messages the output still represents
+    truncated: bool
+    dropped_messages: bool
+    content_truncated: bool
+    content_redacted: bool
+    bytes: int
+
+    def flags(self) -> dict:
+        return {
+            "truncated": self.truncated,
+            "droppedMessages": self.dropped_messages,
+            "contentTruncated": self.content_truncated,
+            "contentRedacted": self.content_redacted,
+            "bytes": self.bytes,
+        }
+
+
+def bound(messages: list[Message]) -> Bounded:
+    """Sanitise each message and keep the newest that fit in 80 KiB (reference §3.3–3.4)."""
+    flags = sanitize.Flags()
+    cleaned = [sanitize.sanitize_message(payload(m), flags) for m in messages]
+    kept, hard_capped, size = sanitize.cap_messages(cleaned)
+    dropped = len(kept) < len(cleaned) or hard_capped
+    return Bounded(
+        messages=kept,
+        kept_from_source=len(kept),
+        truncated=dropped or flags.truncated or hard_capped,
+        dropped_messages=dropped,
+        content_truncated=flags.truncated,
+        content_redacted=flags.redacted,
+        bytes=size,
+    )
+
+
+def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dict]]:
+    """For each session, its last `count` messages with toolResult messages removed afterwards
+    (as OpenClaw does, so fewer than `count` may remain), sanitised. One query."""
+    ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - count) for s in sessions if s.last_seq > 0]
+    found: dict[int, list[dict]] = {}
+    if not ranges:
+        return found
+    rows = Message.objects.filter(reduce(or_, ranges)).order_by("session_id", "seq")
+    flags = sanitize.Flags()
+    for message in rows:
+        if message.role == TOOL_RESULT:
+            continue
+        found.setdefault(message.session_id, []).append(
+            sanitize.sanitize_message(payload(message), flags)
+        )
+    return found
+
+
+def export_jsonl(session: Session, *, batch_size: int = 1000):
+    """The transcript as OpenClaw JSONL (reference §8.3): a session header, then one `message`
+    entry per message chained by parentId. Streams in seq batches, so memory stays flat."""
+    import json
+    from datetime import UTC, datetime
+
+    def iso(ms: int) -> str:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": str(session.session_id),
+        "timestamp": session.created_at.isoformat().replace("+00:00", "Z"),
+        "cwd": "",
+    }
+    if session.spawned_by:
+        header["parentSession"] = session.spawned_by
+    yield json.dumps(header, ensure_ascii=False) + "\n"
+    parent = None
+    after = 0
+    while True:
+        batch = list(
+            Message.objects.filter(session=session, seq__gt=after).order_by("seq")[:batch_size]
+        )
+        if not batch:
+            return
+        lines = []
+        for message in batch:
+            entry_id = f"{message.seq:08x}"
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "message",
+                        "id": entry_id,
+                        "parentId": parent,
+                        "timestamp": iso(message.timestamp),
+                        "message": message.to_transcript(),
+                    },
+                    ensure_ascii=False,
+                )
+            )
+            parent = entry_id
+        yield "\n".join(lines) + "\n"
+        after = batch[-1].seq

@@ -1,0 +1,153 @@
+"""Who may see which session (reference §7): a pure decision plus the SQL form of it for lists.
+
+`check()` decides for one target and returns the exact OpenClaw error text, or None.
+`visible_q()` expresses the same rules as a filter, so lists stay one query and `limit` counts
+only rows the caller may see.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from django.db.models import Q
+
+from . import keys
+
+VISIBILITIES = ("self", "tree", "agent", "all")
+ACTIONS = {
+    # action: (error prefix, A2A noun, A2A disabled tail)
+    "list": ("Session list", "listing", "allow cross-agent visibility."),
+    "history": ("Session history", "history", "allow cross-agent access."),
+    "send": ("Session send", "messaging", "allow cross-agent sends."),
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    requester_key: str
+    requester_agent: str
+    visibility: str  # effective, after the sandbox clamp
+    restrict_to_spawned: bool
+    a2a_enabled: bool
+    a2a_allow: tuple[str, ...]
+
+
+def effective_visibility(
+    configured: str | None, *, sandboxed: bool, sandbox_visibility: str
+) -> str:
+    """Configured visibility (default tree); a sandboxed caller under `spawned` is clamped to tree."""
+    value = (configured or "").strip().lower()
+    if value not in VISIBILITIES:
+        value = "tree"
+    if sandboxed and (sandbox_visibility or "spawned") == "spawned" and value != "tree":
+        return "tree"
+    return value
+
+
+def policy_for(requester) -> Policy:
+    config = requester.config
+    sandbox_visibility = config.sandbox_visibility or "spawned"
+    return Policy(
+        requester_key=requester.session_key,
+        requester_agent=requester.agent_id,
+        visibility=effective_visibility(
+            config.visibility, sandboxed=requester.sandboxed, sandbox_visibility=sandbox_visibility
+        ),
+        restrict_to_spawned=(
+            requester.sandboxed
+            and sandbox_visibility == "spawned"
+            and not keys.is_subagent_key(requester.session_key)
+        ),
+        a2a_enabled=config.a2a_enabled is True,
+        a2a_allow=tuple(str(p) for p in (config.a2a_allow or [])),
+    )
+
+
+@lru_cache(maxsize=256)
+def _glob(pattern: str) -> re.Pattern:
+    body = ".*".join(re.escape(part) for part in pattern.split("*"))
+    return re.compile(f"^{body}$", re.IGNORECASE)
+
+
+def _matches(pattern: str, agent_id: str) -> bool:
+    pattern = pattern.strip()
+    if pattern == "*":
+        return True
+    if "*" in pattern:
+        return bool(_glob(pattern).match(agent_id))
+    return pattern == agent_id  # exact and case-sensitive, as OpenClaw does
+
+
+def a2a_allowed(policy: Policy, source: str, target: str) -> bool:
+    """`tools.agentToAgent`: both agents must match some allow entry; an empty list allows all."""
+    if source == target:
+        return True
+    if not policy.a2a_enabled:
+        return False
+    if not policy.a2a_allow:
+        return True
+    return any(_matches(p, source) for p in policy.a2a_allow) and any(
+        _matches(p, target) for p in policy.a2a_allow
+    )
+
+
+def target_agent(key: str) -> str:
+    return keys.agent_id_of(key)
+
+
+def check(
+    policy: Policy, *, target_key: str, target_spawned_by: str = "", action: str
+) -> str | None:
+    """The forbidden text for `action` on `target_key`, or None when it is visible."""
+    prefix, noun, tail = ACTIONS[action]
+    target = target_agent(target_key)
+    if target != policy.requester_agent:
+        if policy.visibility != "all":
+            return (
+                f"{prefix} visibility is restricted. Set tools.sessions.visibility=all "
+                "to allow cross-agent access."
+            )
+        if not policy.a2a_enabled:
+            return (
+                f"Agent-to-agent {noun} is disabled. Set tools.agentToAgent.enabled=true to {tail}"
+            )
+        if not a2a_allowed(policy, policy.requester_agent, target):
+            return f"Agent-to-agent {noun} denied by tools.agentToAgent.allow."
+        return None
+    if policy.visibility == "self" and target_key != policy.requester_key:
+        return (
+            f"{prefix} visibility is restricted to the current session "
+            "(tools.sessions.visibility=self)."
+        )
+    if (
+        policy.visibility == "tree"
+        and target_key != policy.requester_key
+        and (target_spawned_by != policy.requester_key)
+    ):
+        return (
+            f"{prefix} visibility is restricted to the current session tree "
+            "(tools.sessions.visibility=tree)."
+        )
+    return None
+
+
+def visible_q(policy: Policy, *, agent_ids: list[str] | None = None) -> Q:
+    """The sessions `policy` may list, as a filter. `agent_ids` (all agents) is needed for `all`."""
+    own = Q(agent_id=policy.requester_agent)
+    if policy.restrict_to_spawned:
+        # A sandboxed session lists only what it spawned (reference §2.2 step 2: spawnedBy filter).
+        return own & Q(spawned_by=policy.requester_key)
+    if policy.visibility == "self":
+        return Q(key=policy.requester_key)
+    if policy.visibility == "tree":
+        return own & (Q(key=policy.requester_key) | Q(spawned_by=policy.requester_key))
+    if policy.visibility == "agent":
+        return own
+    others = [
+        a
+        for a in (agent_ids or [])
+        if a != policy.requester_agent and a2a_allowed(policy, policy.requester_agent, a)
+    ]
+    return own | Q(agent_id__in=others) if others else own
