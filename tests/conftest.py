@@ -1,0 +1,152 @@
+"""Personas and factories shared by every test (STYLE.md rule 9).
+
+Personas: an operator key, an agent key for `main`, a sandboxed agent key for `main`, an ingest
+key, and an outsider (an agent key for another agent). Factories are keyword-only and go through
+the same sessions_app functions the API uses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from django.test import Client
+
+from sessions_app import store
+from sessions_app.agents import upsert_agent
+from sessions_app.models import ApiKey, GatewayConfig, Session
+
+
+def make_agent(agent_id: str = "main", **data):
+    agent, _ = upsert_agent(api_key=None, agent_id=agent_id, data=data)
+    return agent
+
+
+def make_session(key: str, **entry) -> Session:
+    session, _ = store.upsert_session(api_key=None, key=key, entry=entry)
+    return session
+
+
+def add_messages(session: Session, *messages: dict) -> tuple[int, int]:
+    return store.append_to_session(session, store.read_messages(list(messages)))
+
+
+def user(text: str, **extra) -> dict:
+    return {"role": "user", "content": text, **extra}
+
+
+def assistant(text: str, **extra) -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], **extra}
+
+
+def tool_result(text: str, *, call_id: str = "call_1", name: str = "exec") -> dict:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": text}],
+    }
+
+
+def set_config(**fields) -> GatewayConfig:
+    config = GatewayConfig.load()
+    for name, value in fields.items():
+        setattr(config, name, value)
+    config.save()
+    return config
+
+
+@dataclass
+class Api:
+    """A test client speaking as one API key."""
+
+    client: Client
+    token: str | None
+
+    def headers(self, extra: dict | None = None) -> dict:
+        headers = {}
+        if self.token:
+            headers["HTTP_AUTHORIZATION"] = f"Bearer {self.token}"
+        headers.update(extra or {})
+        return headers
+
+    def invoke(self, tool: str, args: dict | None = None, **body):
+        payload = {"tool": tool, **body}
+        if args is not None:
+            payload["args"] = args
+        return self.post("/tools/invoke", payload)
+
+    def details(self, tool: str, args: dict | None = None, **body) -> dict:
+        response = self.invoke(tool, args, **body)
+        assert response.status_code == 200, response.content
+        return response.json()["result"]["details"]
+
+    def get(self, path: str, params: dict | None = None, **headers):
+        return self.client.get(path, params or {}, **self.headers(headers))
+
+    def post(self, path: str, body, **headers):
+        data = body if isinstance(body, bytes | str) else json.dumps(body)
+        return self.client.post(
+            path, data, content_type="application/json", **self.headers(headers)
+        )
+
+    def patch(self, path: str, body, **headers):
+        data = body if isinstance(body, bytes | str) else json.dumps(body)
+        return self.client.patch(
+            path, data, content_type="application/json", **self.headers(headers)
+        )
+
+    def put(self, path: str, body, **headers):
+        data = body if isinstance(body, bytes | str) else json.dumps(body)
+        return self.client.put(path, data, content_type="application/json", **self.headers(headers))
+
+
+@pytest.fixture
+def agents(db):
+    """Agents main (may spawn research), research, and other."""
+    return {
+        "main": make_agent(
+            "main",
+            name="Main",
+            description="The main agent",
+            subagents={"allowAgents": ["research"]},
+        ),
+        "research": make_agent("research", name="Research"),
+        "other": make_agent("other", name="Other"),
+    }
+
+
+def _api(scope: str, **fields) -> Api:
+    _, token = ApiKey.generate(scope=scope, **fields)
+    return Api(Client(), token)
+
+
+@pytest.fixture
+def operator(agents) -> Api:
+    return _api(ApiKey.OPERATOR)
+
+
+@pytest.fixture
+def ingest(agents) -> Api:
+    return _api(ApiKey.INGEST)
+
+
+@pytest.fixture
+def agent_main(agents) -> Api:
+    return _api(ApiKey.AGENT, agent=agents["main"])
+
+
+@pytest.fixture
+def sandboxed_main(agents) -> Api:
+    return _api(ApiKey.AGENT, agent=agents["main"], sandboxed=True)
+
+
+@pytest.fixture
+def outsider(agents) -> Api:
+    return _api(ApiKey.AGENT, agent=agents["other"])
+
+
+@pytest.fixture
+def anonymous(db) -> Api:
+    return Api(Client(), None)
