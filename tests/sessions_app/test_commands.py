@@ -1,0 +1,67 @@
+"""create_api_key and seed_demo."""
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from sessions_app.models import Agent, ApiKey, Message, Session
+from tests.conftest import Api
+
+
+def create_key(*args) -> str:
+    out = StringIO()
+    call_command("create_api_key", *args, stdout=out, stderr=StringIO())
+    return out.getvalue().strip().splitlines()[-1]
+
+
+def test_create_api_key_prints_the_key_alone_on_the_last_line_and_stores_a_hash(agents):
+    token = create_key("--scope", "agent", "--agent", "main", "--sandboxed")
+    row = ApiKey.objects.get()
+    assert (
+        token.startswith("ocs_")
+        and row.secret_hash not in token
+        and token.split("_", 2)[2] not in row.secret_hash
+    )
+    assert row.scope == "agent" and row.agent_id == "main" and row.sandboxed
+
+
+def test_create_api_key_pins_a_session(agents):
+    create_key("--scope", "agent", "--agent", "main", "--session", "discord:group:dev")
+    assert ApiKey.objects.get().session_key == "agent:main:discord:group:dev"
+
+
+def test_create_api_key_checks_its_arguments(agents):
+    with pytest.raises(CommandError):
+        create_key("--scope", "agent")
+    with pytest.raises(CommandError):
+        create_key("--scope", "agent", "--agent", "ghost")
+    with pytest.raises(CommandError):
+        create_key("--scope", "operator", "--agent", "main")
+    with pytest.raises(CommandError):
+        create_key("--scope", "agent", "--agent", "main", "--session", "agent:research:main")
+
+
+def test_seed_demo_is_idempotent_and_has_every_kind(db):
+    call_command("seed_demo", stdout=StringIO())
+    counts = (Agent.objects.count(), Session.objects.count(), Message.objects.count())
+    call_command("seed_demo", stdout=StringIO())
+    assert (Agent.objects.count(), Session.objects.count(), Message.objects.count()) == counts
+    kinds = set(Session.objects.values_list("kind", flat=True))
+    assert kinds == {"main", "group", "cron", "hook", "node", "other"}
+    assert len(set(Session.objects.values_list("row_channel", flat=True))) >= 5
+    assert Message.objects.filter(role="toolResult").exists()
+    assert Session.objects.exclude(spawned_by="").exists()
+
+
+def test_demo_answers_the_readme_curl(db):
+    from django.test import Client
+
+    call_command("seed_demo", stdout=StringIO())
+    api = Api(Client(), create_key("--scope", "agent", "--agent", "main"))
+    rows = api.details("sessions_list")["sessions"]
+    assert {"agent:main:main", "agent:main:discord:group:dev", "agent:research:main"} <= {
+        r["key"] for r in rows
+    }
+    history = api.details("sessions_history", {"sessionKey": "main", "includeTools": True})
+    assert any(m["role"] == "toolResult" for m in history["messages"])

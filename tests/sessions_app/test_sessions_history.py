@@ -1,0 +1,253 @@
+"""sessions_history (reference §3, api.md §1): limits, includeTools, sanitisation, the 80 KiB cap,
+redaction, paging, and sessionId resolution."""
+
+import json
+
+import pytest
+
+from sessions_app.sanitize import TRUNCATION_SUFFIX
+from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
+
+
+@pytest.fixture
+def main_session(agents):
+    return make_session("main")
+
+
+def history(api, **args):
+    return api.details("sessions_history", {"sessionKey": "main", **args})
+
+
+def texts(details):
+    out = []
+    for m in details["messages"]:
+        content = m.get("content")
+        out.append(content if isinstance(content, str) else content[0].get("text"))
+    return out
+
+
+def test_returns_raw_messages_oldest_first_with_seq(agent_main, main_session):
+    add_messages(
+        main_session, user("hi", senderName="alice"), assistant("hello", stopReason="stop")
+    )
+    details = history(agent_main)
+    assert details["sessionKey"] == "agent:main:main"
+    first, second = details["messages"]
+    assert first["role"] == "user" and first["content"] == "hi" and first["senderName"] == "alice"
+    assert second["stopReason"] == "stop" and second["__openclaw"] == {"seq": 2}
+    assert details["truncated"] is False and details["droppedMessages"] is False
+    assert details["bytes"] == len(
+        json.dumps(details["messages"], ensure_ascii=False, separators=(",", ":")).encode()
+    )
+
+
+def test_include_tools_false_drops_only_tool_result_role(agent_main, main_session):
+    add_messages(
+        main_session,
+        user("a"),
+        tool_result("b"),
+        {"role": "tool", "content": "c"},
+        assistant("d"),
+    )
+    assert texts(history(agent_main)) == ["a", "c", "d"]
+    assert texts(history(agent_main, includeTools=True)) == ["a", "b", "c", "d"]
+
+
+def test_limit_keeps_the_last_messages_and_defaults_to_200(agent_main, main_session):
+    add_messages(main_session, *[user(f"m{i}") for i in range(250)])
+    assert texts(history(agent_main, limit=3)) == ["m247", "m248", "m249"]
+    default = history(agent_main)
+    assert len(default["messages"]) == 200 and default["messages"][0]["content"] == "m50"
+    assert default["hasMore"] is True
+
+
+def test_limit_is_capped_at_1000(agent_main, main_session):
+    add_messages(main_session, *[user("x") for _ in range(1000)])
+    add_messages(main_session, *[user("y") for _ in range(5)])
+    assert len(history(agent_main, limit=10**6)["messages"]) == 1000
+
+
+@pytest.mark.parametrize("include_tools", [False, True])
+def test_offset_pages_backwards_without_gaps(agent_main, main_session, include_tools):
+    add_messages(
+        main_session, *[user(f"m{i}") if i % 3 else tool_result(f"m{i}") for i in range(20)]
+    )
+    seen = []
+    offset = 0
+    while True:
+        page = history(agent_main, limit=4, offset=offset, includeTools=include_tools)
+        seen = texts(page) + seen
+        if not page["hasMore"]:
+            break
+        offset = page["nextOffset"]
+    expected = [f"m{i}" for i in range(20) if include_tools or i % 3]
+    assert seen == expected
+
+
+def test_session_id_resolves_to_its_key(agent_main, main_session):
+    add_messages(main_session, user("by id"))
+    details = agent_main.details("sessions_history", {"sessionKey": str(main_session.session_id)})
+    assert details["sessionKey"] == "agent:main:main" and texts(details) == ["by id"]
+
+
+def test_unknown_session_id_is_an_error_with_the_exact_text(agent_main, main_session):
+    missing = "5d0c3a52-8f1e-4c7e-9a8e-000000000000"
+    details = agent_main.details("sessions_history", {"sessionKey": missing})
+    assert details == {
+        "status": "error",
+        "error": f"Session not found: {missing} (use the full sessionKey from sessions_list)",
+    }
+
+
+def test_unknown_session_id_from_a_sandbox_is_forbidden(sandboxed_main, main_session):
+    missing = "5d0c3a52-8f1e-4c7e-9a8e-000000000000"
+    details = sandboxed_main.details("sessions_history", {"sessionKey": missing})
+    assert details == {
+        "status": "forbidden",
+        "error": f"Session not visible from this sandboxed agent session: {missing}",
+    }
+
+
+def test_unknown_key_is_not_found(agent_main, agents):
+    set_config(visibility="agent")
+    details = agent_main.details("sessions_history", {"sessionKey": "cron:nope"})
+    assert details["status"] == "error" and details["error"].startswith(
+        "Session not found: cron:nope"
+    )
+
+
+def test_long_text_is_truncated_to_4000_with_suffix(agent_main, main_session):
+    add_messages(main_session, user("x" * 5000), assistant("y" * 4500))
+    details = history(agent_main)
+    content, block = details["messages"][0]["content"], details["messages"][1]["content"][0]["text"]
+    assert len(content) == 4000 and content.endswith(TRUNCATION_SUFFIX)
+    assert len(block) == 4000 and block.endswith(TRUNCATION_SUFFIX)
+    assert details["contentTruncated"] is True and details["truncated"] is True
+
+
+def test_truncation_never_splits_a_surrogate_pair(agent_main, main_session):
+    add_messages(main_session, user("😀" * 3000))
+    content = history(agent_main)["messages"][0]["content"]
+    body = content[: -len(TRUNCATION_SUFFIX)]
+    assert set(body) == {"😀"}
+    assert len(content.encode("utf-16-le")) // 2 <= 4000
+
+
+def test_details_usage_cost_and_signatures_are_removed(agent_main, main_session):
+    add_messages(
+        main_session,
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+                {"type": "text", "text": "ok"},
+            ],
+            "usage": {"input": 1},
+            "cost": 0.1,
+        },
+        {**tool_result("r"), "details": {"big": "x"}},
+    )
+    details = history(agent_main, includeTools=True)
+    first, second = details["messages"]
+    assert "usage" not in first and "cost" not in first and "details" not in second
+    assert first["content"][0] == {"type": "thinking", "thinking": "hmm"}
+    assert details["contentTruncated"] is True
+
+
+def test_image_data_is_replaced_by_its_size(agent_main, main_session):
+    data = "QUJD" * 100
+    add_messages(
+        main_session,
+        {"role": "user", "content": [{"type": "image", "data": data, "mimeType": "image/png"}]},
+    )
+    block = history(agent_main)["messages"][0]["content"][0]
+    assert block == {"type": "image", "mimeType": "image/png", "omitted": True, "bytes": len(data)}
+
+
+def test_credentials_are_redacted_and_flagged(agent_main, main_session):
+    add_messages(
+        main_session, user("my key is sk-proj-abcdefghijklmnopqrstuvwxyz123456 ok"), user("plain")
+    )
+    details = history(agent_main)
+    assert "abcdefghijklmnopqrstuvwxyz" not in details["messages"][0]["content"]
+    assert details["contentRedacted"] is True
+    assert details["messages"][1]["content"] == "plain"
+
+
+def test_byte_cap_drops_oldest_messages_first(agent_main, main_session):
+    add_messages(main_session, *[user(f"{i:03d}" + "z" * 3900) for i in range(40)])
+    details = history(agent_main)
+    assert details["bytes"] <= 80 * 1024
+    assert details["droppedMessages"] is True and details["truncated"] is True
+    kept = [m["content"][:3] for m in details["messages"]]
+    assert kept[-1] == "039" and kept == sorted(kept) and len(kept) < 40
+    # the dropped ones come on the next page
+    assert details["hasMore"] is True
+    older = history(agent_main, offset=details["nextOffset"])
+    assert older["messages"][-1]["content"][:3] == f"{int(kept[0]) - 1:03d}"
+
+
+def test_a_single_message_over_the_cap_becomes_a_placeholder(agent_main, main_session):
+    blocks = [{"type": "text", "text": "w" * 3900} for _ in range(30)]
+    add_messages(main_session, {"role": "assistant", "content": blocks})
+    details = history(agent_main)
+    assert details["messages"] == [
+        {
+            "role": "assistant",
+            "content": "[sessions_history omitted: message too large]",
+            "__openclaw": {"seq": 1},
+        }
+    ]
+    assert details["droppedMessages"] is True and details["truncated"] is True
+
+
+def test_http_history_pages_by_cursor(agent_main, main_session):
+    add_messages(main_session, *[user(f"m{i}") for i in range(10)])
+    first = agent_main.get("/api/v1/sessions/main/history/", {"limit": 4}).json()
+    assert [m["content"] for m in first["items"]] == ["m6", "m7", "m8", "m9"]
+    assert (
+        first["items"] == first["messages"]
+        and first["hasMore"] is True
+        and first["nextCursor"] == "7"
+    )
+    second = agent_main.get(
+        "/api/v1/sessions/main/history/", {"limit": 4, "cursor": "seq:7"}
+    ).json()
+    assert [m["content"] for m in second["items"]] == ["m2", "m3", "m4", "m5"]
+    last = agent_main.get(
+        "/api/v1/sessions/main/history/", {"limit": 4, "cursor": second["nextCursor"]}
+    ).json()
+    assert [m["content"] for m in last["items"]] == ["m0", "m1"] and last["hasMore"] is False
+    assert "nextCursor" not in last
+
+
+def test_http_history_of_a_missing_session_is_404(agent_main, agents):
+    set_config(visibility="agent")
+    response = agent_main.get("/api/v1/sessions/cron:nope/history/")
+    assert response.status_code == 404
+    assert response.json()["error"]["type"] == "not_found"
+
+
+def test_transcript_jsonl_is_openclaw_shaped(agent_main, main_session):
+    add_messages(main_session, user("a"), tool_result("b"), assistant("c"))
+    response = agent_main.get("/api/v1/sessions/agent%3Amain%3Amain/transcript.jsonl")
+    assert response.status_code == 200
+    lines = [
+        json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()
+    ]
+    assert lines[0]["type"] == "session" and lines[0]["id"] == str(main_session.session_id)
+    messages = lines[1:]
+    assert [line["message"]["role"] for line in messages] == ["user", "toolResult", "assistant"]
+    assert messages[0]["parentId"] is None and messages[1]["parentId"] == messages[0]["id"]
+    assert messages[1]["message"]["toolCallId"] == "call_1"
+
+
+def test_history_query_count_is_fixed(agent_main, main_session, django_assert_num_queries):
+    from sessions_app.identity import requester_for
+    from sessions_app.models import ApiKey
+    from sessions_app.tools import sessions_history
+
+    add_messages(main_session, *[user("x") for _ in range(300)])
+    requester = requester_for(ApiKey.objects.get(scope="agent", sandboxed=False))
+    with django_assert_num_queries(2):  # the session, the page
+        sessions_history(requester=requester, args={"sessionKey": "main", "limit": 200})

@@ -1,0 +1,224 @@
+"""Visibility self/tree/agent/all, the sandbox clamp and the agent-to-agent policy (reference §7),
+applied to sessions_list and sessions_history with OpenClaw's exact texts."""
+
+import pytest
+from django.test import Client
+
+from sessions_app import visibility
+from sessions_app.models import ApiKey
+from tests.conftest import Api, make_session, set_config
+
+MAIN = "agent:main:main"
+CHILD = "agent:main:subagent:child-1"
+GRANDCHILD = "agent:main:subagent:child-1:subagent:g-1"
+SIBLING = "agent:main:discord:group:dev"
+RESEARCH = "agent:research:main"
+OTHER = "agent:other:main"
+
+
+@pytest.fixture
+def world(agents):
+    make_session(MAIN)
+    make_session(CHILD, spawnedBy=MAIN, spawnDepth=1)
+    make_session(GRANDCHILD, spawnedBy=CHILD, spawnDepth=2)
+    make_session(SIBLING, channel="discord")
+    make_session(RESEARCH)
+    make_session(OTHER)
+    make_session("agent:research:subagent:r-1", spawnedBy=MAIN, spawnDepth=1)
+
+
+def listed(api):
+    return sorted(row["key"] for row in api.details("sessions_list")["sessions"])
+
+
+def history_of(api, key):
+    return api.details("sessions_history", {"sessionKey": key})
+
+
+def test_default_visibility_is_tree_current_session_and_direct_children(agent_main, world):
+    assert listed(agent_main) == sorted([MAIN, CHILD])
+    assert history_of(agent_main, CHILD)["sessionKey"] == CHILD
+    assert history_of(agent_main, GRANDCHILD) == {
+        "status": "forbidden",
+        "error": "Session history visibility is restricted to the current session tree "
+        "(tools.sessions.visibility=tree).",
+    }
+
+
+def test_self_sees_only_the_current_session(agent_main, world):
+    set_config(visibility="self")
+    assert listed(agent_main) == [MAIN]
+    assert history_of(agent_main, CHILD) == {
+        "status": "forbidden",
+        "error": "Session history visibility is restricted to the current session "
+        "(tools.sessions.visibility=self).",
+    }
+
+
+def test_agent_sees_every_session_of_its_agent(agent_main, world):
+    set_config(visibility="agent")
+    assert listed(agent_main) == sorted([MAIN, CHILD, GRANDCHILD, SIBLING])
+    assert history_of(agent_main, RESEARCH) == {
+        "status": "forbidden",
+        "error": "Session history visibility is restricted. Set tools.sessions.visibility=all "
+        "to allow cross-agent access.",
+    }
+
+
+def test_all_needs_agent_to_agent_for_other_agents(agent_main, world):
+    set_config(visibility="all")
+    assert listed(agent_main) == sorted([MAIN, CHILD, GRANDCHILD, SIBLING])
+    assert history_of(agent_main, RESEARCH) == {
+        "status": "forbidden",
+        "error": "Agent-to-agent history is disabled. Set tools.agentToAgent.enabled=true "
+        "to allow cross-agent access.",
+    }
+
+
+def test_all_with_agent_to_agent_allow_list(agent_main, world):
+    set_config(visibility="all", a2a_enabled=True, a2a_allow=["main", "res*"])
+    assert RESEARCH in listed(agent_main) and OTHER not in listed(agent_main)
+    assert history_of(agent_main, RESEARCH)["sessionKey"] == RESEARCH
+    assert history_of(agent_main, OTHER) == {
+        "status": "forbidden",
+        "error": "Agent-to-agent history denied by tools.agentToAgent.allow.",
+    }
+
+
+def test_all_with_empty_allow_list_allows_every_agent(agent_main, world):
+    set_config(visibility="all", a2a_enabled=True, a2a_allow=[])
+    assert {RESEARCH, OTHER} <= set(listed(agent_main))
+
+
+def test_sandboxed_session_is_clamped_to_what_it_spawned(sandboxed_main, world):
+    set_config(visibility="all", a2a_enabled=True)
+    # restrictToSpawned: the list shows only sessions this one spawned (of its own agent)
+    assert listed(sandboxed_main) == [CHILD]
+    assert history_of(sandboxed_main, CHILD)["sessionKey"] == CHILD
+    assert history_of(sandboxed_main, MAIN)["sessionKey"] == MAIN  # itself
+    assert history_of(sandboxed_main, SIBLING) == {
+        "status": "forbidden",
+        "error": f"Session not visible from this sandboxed agent session: {SIBLING}",
+    }
+
+
+def test_sandbox_visibility_all_lifts_the_clamp(sandboxed_main, world):
+    set_config(visibility="agent", sandbox_visibility="all")
+    assert listed(sandboxed_main) == sorted([MAIN, CHILD, GRANDCHILD, SIBLING])
+
+
+def test_a_sandboxed_sub_agent_is_not_restricted_to_its_own_children(agents, world):
+    _, token = ApiKey.generate(scope="agent", agent=agents["main"], sandboxed=True)
+    api = Api(Client(), token)
+    rows = api.details("sessions_list", sessionKey=CHILD)["sessions"]
+    # tree from the child: itself and its own child
+    assert sorted(r["key"] for r in rows) == sorted([CHILD, GRANDCHILD])
+
+
+def test_list_skips_denied_rows_silently(agent_main, world):
+    details = agent_main.details("sessions_list", {"agentId": "research"})
+    assert details == {
+        "count": 0,
+        "sessions": [],
+        "limitApplied": 100,
+        "offset": 0,
+        "hasMore": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("configured", "sandboxed", "sandbox_visibility", "expected"),
+    [
+        (None, False, "spawned", "tree"),
+        ("bogus", False, "spawned", "tree"),
+        (" AGENT ", False, "spawned", "agent"),
+        ("all", True, "spawned", "tree"),
+        ("self", True, "spawned", "tree"),  # the clamp widens self
+        ("all", True, "all", "all"),
+        ("self", False, "spawned", "self"),
+    ],
+)
+def test_effective_visibility(configured, sandboxed, sandbox_visibility, expected):
+    assert (
+        visibility.effective_visibility(
+            configured, sandboxed=sandboxed, sandbox_visibility=sandbox_visibility
+        )
+        == expected
+    )
+
+
+def _policy(**overrides):
+    base = {
+        "requester_key": MAIN,
+        "requester_agent": "main",
+        "visibility": "all",
+        "restrict_to_spawned": False,
+        "a2a_enabled": True,
+        "a2a_allow": (),
+    }
+    return visibility.Policy(**{**base, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("allow", "target", "allowed"),
+    [
+        ((), "research", True),
+        (("*",), "anything", True),
+        (("main", "research"), "research", True),
+        (("main", "Research"), "research", False),  # exact entries are case-sensitive
+        (("main", "RES*"), "research", True),  # globs are case-insensitive
+        (("main", "r?s*"), "research", False),  # only * is special
+        (("research",), "research", False),  # the requester must match too
+        (("ma*", "*arch"), "research", True),
+    ],
+)
+def test_agent_to_agent_allow_patterns(allow, target, allowed):
+    assert visibility.a2a_allowed(_policy(a2a_allow=allow), "main", target) is allowed
+
+
+def test_a2a_disabled_denies_other_agents_but_not_self():
+    policy = _policy(a2a_enabled=False)
+    assert visibility.a2a_allowed(policy, "main", "main") is True
+    assert visibility.a2a_allowed(policy, "main", "research") is False
+
+
+@pytest.mark.parametrize(
+    ("action", "prefix", "disabled", "denied"),
+    [
+        (
+            "list",
+            "Session list",
+            "Agent-to-agent listing is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent visibility.",
+            "Agent-to-agent listing denied by tools.agentToAgent.allow.",
+        ),
+        (
+            "history",
+            "Session history",
+            "Agent-to-agent history is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
+            "Agent-to-agent history denied by tools.agentToAgent.allow.",
+        ),
+        (
+            "send",
+            "Session send",
+            "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.",
+            "Agent-to-agent messaging denied by tools.agentToAgent.allow.",
+        ),
+    ],
+)
+def test_error_texts_per_action(action, prefix, disabled, denied):
+    check = lambda policy, key, spawned_by="": visibility.check(  # noqa: E731
+        policy, target_key=key, target_spawned_by=spawned_by, action=action
+    )
+    assert check(_policy(visibility="self"), SIBLING) == (
+        f"{prefix} visibility is restricted to the current session (tools.sessions.visibility=self)."
+    )
+    assert check(_policy(visibility="tree"), SIBLING) == (
+        f"{prefix} visibility is restricted to the current session tree (tools.sessions.visibility=tree)."
+    )
+    assert check(_policy(visibility="tree"), CHILD, MAIN) is None
+    assert check(_policy(visibility="agent"), RESEARCH) == (
+        f"{prefix} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access."
+    )
+    assert check(_policy(a2a_enabled=False), RESEARCH) == disabled
+    assert check(_policy(a2a_allow=("main",)), RESEARCH) == denied
+    assert check(_policy(), RESEARCH) is None
