@@ -81,6 +81,13 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------------
+# stack.md §7.3: without WAL + IMMEDIATE + a busy timeout, the web process and the worker fail
+# each other with "database is locked".
+SQLITE_OPTIONS = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=20000;",
+}
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
@@ -92,17 +99,10 @@ else:
             # A file, not :memory:, so that a worker or server process started by a test sees
             # the same database.
             "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
-            # stack.md §7.3: without WAL + IMMEDIATE + a busy timeout, the web process and the
-            # worker fail each other with "database is locked".
-            "OPTIONS": {
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
-                "init_command": (
-                    "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=20000;"
-                ),
-            },
         }
     }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -1,0 +1,130 @@
+"""Real processes for tests that cross them: the ASGI server (and, later, workers).
+
+`server` starts `manage.py serve` on a free port against the test database, so a test can talk
+to it over real HTTP exactly as a client would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    settings = connection.settings_dict
+    if settings["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(settings['NAME']).resolve()}"
+    user = settings.get("USER") or "postgres"
+    host = settings.get("HOST") or "127.0.0.1"
+    port = settings.get("PORT") or 5432
+    return f"postgres://{user}@{host}:{port}/{settings['NAME']}"
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    env["DATABASE_URL"] = test_database_url()
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
+
+
+def manage(*args: str) -> str:
+    """Run a management command in a separate process against the test database; its stdout."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+
+@dataclass
+class LiveServer:
+    url: str
+    process: subprocess.Popen
+
+    def request(
+        self, method: str, path: str, *, body=None, token: str | None = None, headers=None
+    ) -> Response:
+        data = (
+            None
+            if body is None
+            else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        )
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as reply:
+                return Response(reply.status, dict(reply.headers), reply.read())
+        except urllib.error.HTTPError as error:
+            return Response(error.code, dict(error.headers), error.read())
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stderr:
+            self.process.stderr.close()
+
+
+def start_server(*, worker: bool = False, timeout: float = 30) -> LiveServer:
+    port = free_port()
+    args = [sys.executable, "manage.py", "serve", "--port", str(port)]
+    if not worker:
+        args.append("--no-worker")
+    process = subprocess.Popen(
+        args, cwd=ROOT, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    server = LiveServer(f"http://127.0.0.1:{port}", process)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stderr.read().decode()[-2000:]
+            process.stderr.close()
+            raise RuntimeError(f"server exited: {output}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return server
+        except OSError:
+            time.sleep(0.1)
+    server.stop()
+    raise RuntimeError("server did not start")
