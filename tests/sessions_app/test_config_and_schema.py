@@ -42,7 +42,16 @@ def test_changing_main_key_reclassifies_sessions(operator, agents):
 def test_openapi_schema_and_docs_are_served(anonymous):
     schema = anonymous.get("/api/v1/schema/")
     assert schema.status_code == 200 and b"/api/v1/sessions/" in schema.content
-    assert anonymous.get("/api/v1/docs/").status_code == 200
+    docs = anonymous.get("/api/v1/docs/")
+    assert docs.status_code == 200
+
+
+def test_docs_page_loads_nothing_from_outside(anonymous):
+    import re
+
+    page = anonymous.get("/api/v1/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert assets and all(a.startswith("/static/") for a in assets), assets
 
 
 def test_home_page_links_the_api(anonymous):
