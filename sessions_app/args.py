@@ -8,6 +8,7 @@ Booleans, NaN, infinities and values past JavaScript's safe-integer range are re
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,9 @@ from .errors import InvalidArgument
 MAX_SAFE_INTEGER = 2**53 - 1
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
+# ASCII digits only: str.isdigit() also accepts "²" and "--1" passes lstrip("-"), and int() refuses
+# both. Twenty digits is past any limit already (and int() refuses past 4300).
+_DECIMAL = re.compile(r"-?[0-9]{1,20}")
 
 
 class Args:
@@ -47,7 +51,7 @@ class Args:
             number = value
         elif isinstance(value, float) and math.isfinite(value):
             number = math.floor(value)
-        elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
             number = int(value.strip())
         if number is None or number < minimum:
             raise InvalidArgument(f"{name} must be {what}")

@@ -175,6 +175,9 @@ def clean_value(setting: Setting, value: Any) -> Any:
         return [v.strip() for v in value]
     if not isinstance(value, str) or not value.strip() or len(value) > 64:
         raise InvalidArgument(f"{path} must be a non-empty string of at most 64 characters")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        # These values become part of session keys, which refuse control characters.
+        raise InvalidArgument(f"{path} must not contain control characters")
     if setting.field == "main_key":
         return keys.normalize_main_key(value)
     if setting.field == "default_agent_id":

@@ -6,6 +6,7 @@ functions check the input and raise InvalidArgument / NotFound with messages nam
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -139,7 +140,8 @@ def _string(name: str, value: Any, *, max_length: int = MAX_STRING) -> str:
     return value.strip()
 
 
-def _non_negative_int(name: str, value: Any, *, maximum: int = 2**63 - 1) -> int | None:
+def _non_negative_int(name: str, value: Any, *, maximum: int = 2**53 - 1) -> int | None:
+    # The default ceiling is JavaScript's safe-integer range: OpenClaw's own numbers never pass it.
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -153,6 +155,11 @@ def _non_negative_int(name: str, value: Any, *, maximum: int = 2**63 - 1) -> int
     if value > maximum:
         raise InvalidArgument(f"{name} must be at most {maximum}")
     return value
+
+
+def _max_length(column: str) -> int:
+    """The Session column's own limit (PostgreSQL refuses longer text with a DataError)."""
+    return Session._meta.get_field(column).max_length
 
 
 def _bool(name: str, value: Any) -> bool | None:
@@ -181,17 +188,26 @@ def canonical_session_key(raw: Any, *, settings: keys.KeySettings, field: str = 
     if not isinstance(raw, str):
         raise InvalidArgument(f"{field} must be a string")
     try:
-        return keys.canonical_key(raw, settings=settings)
+        canonical = keys.canonical_key(raw, settings=settings)
     except keys.InvalidKey as exc:
         raise InvalidArgument(f"{field}: {exc}") from None
+    # A bare key grows by its `agent:<id>:` prefix; the column holds MAX_KEY_LENGTH.
+    if len(canonical) > keys.MAX_KEY_LENGTH:
+        raise InvalidArgument(
+            f"{field}: session key is longer than {keys.MAX_KEY_LENGTH} characters once stored"
+        )
+    return canonical
 
 
 def get_session(raw_key: str, *, settings: keys.KeySettings) -> Session:
-    """Look a session up by key in either form (bare or canonical); NotFound with OpenClaw's text."""
+    """Look a session up by key in either form (bare or canonical); NotFound with OpenClaw's text.
+
+    A key that cannot be one (`agent::`, control characters) is InvalidArgument, as on reads.
+    """
     try:
         canonical = keys.canonical_key(raw_key, settings=settings)
-    except keys.InvalidKey:
-        raise NotFound(f"Session not found: {raw_key}") from None
+    except keys.InvalidKey as exc:
+        raise InvalidArgument(f"key: {exc}") from None
     session = Session.objects.filter(key=canonical).first()
     if session is None:
         raise NotFound(f"Session not found: {raw_key}")
@@ -236,7 +252,7 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
             continue
         value = entry[name]
         if kind == _STR:
-            fields[column] = _string(name, value, max_length=300 if column != "last_to" else 300)
+            fields[column] = _string(name, value, max_length=_max_length(column))
         elif kind == _INT:
             fields[column] = _non_negative_int(name, value)
         elif kind == _BOOL:
@@ -252,14 +268,22 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
         value = entry["lastThreadId"]
         if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
             raise InvalidArgument("lastThreadId must be a string or a number")
-        fields["last_thread_id"] = "" if value is None else str(value)[:200]
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidArgument("lastThreadId must be a string or a finite number")
+        # Refused rather than cut: a shortened thread id would route replies elsewhere.
+        text = "" if value is None else str(value)
+        if len(text) > _max_length("last_thread_id"):
+            raise InvalidArgument(
+                f"lastThreadId must be at most {_max_length('last_thread_id')} characters"
+            )
+        fields["last_thread_id"] = text
     if "sendPolicy" in entry:
         fields["send_policy"] = _send_policy(entry["sendPolicy"])
     if "spawnedBy" in entry:
         spawned_by = entry["spawnedBy"]
         fields["spawned_by"] = (
             canonical_session_key(spawned_by, settings=settings, field="spawnedBy")
-            if spawned_by
+            if spawned_by not in (None, "")
             else ""
         )
     if "spawnDepth" in entry:
@@ -369,7 +393,7 @@ def patch_session(*, api_key: ApiKey, key: str, changes: Any) -> Session:
     if unknown:
         raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
     values = {
-        PATCH_FIELDS[k]: _string(k, v, max_length=300)
+        PATCH_FIELDS[k]: _string(k, v, max_length=_max_length(PATCH_FIELDS[k]))
         for k, v in changes.items()
         if k in PATCH_FIELDS
     }

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import RequestDataTooBig
-from django.http import JsonResponse
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -45,6 +45,12 @@ def _message(detail) -> str:
 
 
 def exception_handler(exc, context):
+    # Django's own exceptions, as DRF's default handler maps them (e.g. `?format=xml` raises
+    # Http404 during content negotiation), so they get the envelope rather than an HTML page.
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
     if isinstance(exc, ToolError):
         return Response(envelope(exc.error_type, exc.message), status=exc.http_status)
     if isinstance(exc, RequestDataTooBig):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
@@ -17,9 +19,12 @@ def decode_json_body(raw: bytes):
     if not text.strip():
         raise ValueError("request body is empty; send a JSON object")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, RecursionError, _Rejected) as exc:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        # ValueError also covers integers past int()'s 4300-digit limit.
         raise ValueError(f"request body is not valid JSON: {exc}") from None
+    check_text(data)
+    return data
 
 
 class _Rejected(ValueError):
@@ -30,11 +35,54 @@ def _reject_constant(name):
     raise _Rejected(f"{name} is not JSON")
 
 
+def check_text(data) -> None:
+    """Refuse strings no column can hold, naming where they are (`messages[0].content`).
+
+    JSON escapes can smuggle in NUL (PostgreSQL text and jsonb refuse it) and unpaired
+    surrogates like "\\ud800" (not encodable as UTF-8, so neither database nor response can
+    take them). Iterative, because bodies may nest as deep as json.loads allows.
+    """
+    stack = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                path = f"{where}.{_printable(key)}" if where else _printable(key)
+                _check_string(key, f"field name {path}")
+                stack.append((item, path))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, str):
+            _check_string(value, where or "request body")
+
+
+def _check_string(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise ValueError(f"{where} must not contain NUL characters")
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where} is not valid Unicode (unpaired surrogate)") from None
+
+
+def _printable(key: str) -> str:
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class StrictJSONParser(BaseParser):
     media_type = "application/json"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        raw = stream.read() if stream is not None else b""
+        # DRF reads the request as a stream, which skips Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+        # check on request.body; apply it here (the exception handler turns it into 413).
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raw = b""
+        if stream is not None:
+            raw = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(raw) > limit:
+            raise RequestDataTooBig("request body is larger than the limit")
         try:
             return decode_json_body(raw)
         except ValueError as exc:

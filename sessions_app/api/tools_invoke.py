@@ -25,11 +25,25 @@ from .parsers import decode_json_body
 BODY_FIELDS = frozenset(
     {"tool", "args", "sessionKey", "agentId", "idempotencyKey", "action", "dryRun"}
 )
+MAX_FIELD_LENGTH = 256
 
 
 def tool_result(details: dict) -> dict:
     text = json.dumps(details, indent=2, ensure_ascii=False)
     return {"ok": True, "result": {"content": [{"type": "text", "text": text}], "details": details}}
+
+
+def check_optional_fields(body: dict) -> str | None:
+    """The envelope fields no tool reads yet still have a type (OpenClaw: strings, dryRun bool)."""
+    for field in ("idempotencyKey", "action"):
+        value = body.get(field)
+        if value is not None and not isinstance(value, str):
+            return f"{field} must be a string"
+        if isinstance(value, str) and len(value) > MAX_FIELD_LENGTH:
+            return f"{field} must be at most {MAX_FIELD_LENGTH} characters"
+    if body.get("dryRun") is not None and not isinstance(body["dryRun"], bool):
+        return "dryRun must be a boolean"
+    return None
 
 
 def read_body(request):
@@ -64,6 +78,9 @@ def tools_invoke(request):
     name = body.get("tool")
     if not isinstance(name, str) or not name.strip():
         return error_json(400, "tool is required (a tool name string)", "tool_error")
+    problem = check_optional_fields(body)
+    if problem:
+        return error_json(400, problem, "tool_error")
     tool = TOOLS.get(name.strip())
     if tool is None:
         return error_json(404, f"Tool not available: {name}", "not_found")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -57,6 +60,23 @@ def query_args(request, *, list_names: tuple[str, ...] = ()) -> dict:
     return args
 
 
+def json_body(request):
+    """request.data, except that an empty body is refused as /tools/invoke refuses it.
+
+    DRF reads a body without content as {} and never calls the parser, so `PUT` with nothing
+    would otherwise reset an agent to its defaults.
+    """
+    data = request.data
+    if request.stream is None:
+        raise ParseError("request body is empty; send a JSON object")
+    return data
+
+
+def no_query_args(request) -> None:
+    """Endpoints without query parameters still refuse unknown ones, as the tools do."""
+    Args(query_args(request), frozenset(), tool="this endpoint")
+
+
 def _row(session, requester_settings) -> dict:
     children = list(
         type(session).objects.active().filter(spawned_by=session.key).values_list("key", flat=True)
@@ -97,7 +117,7 @@ class SessionsView(APIView):
         description="Create or update a session from a sessions.json entry plus its `key` (ingest scope).",
     )
     def post(self, request):
-        session, created = store.upsert_session(api_key=request.auth, entry=request.data)
+        session, created = store.upsert_session(api_key=request.auth, entry=json_body(request))
         settings = GatewayConfig.load().key_settings
         return Response(_row(session, settings), status=201 if created else 200)
 
@@ -107,6 +127,7 @@ class SessionDetailView(APIView):
         parameters=[KEY_PARAM, REQUESTER_HEADER], responses={200: OpenApiTypes.OBJECT, **ERROR}
     )
     def get(self, request, key: str):
+        no_query_args(request)
         requester = requester_of(request)
         session = resolve_session(requester, key, action="list")
         return Response(_row(session, requester.key_settings))
@@ -119,7 +140,7 @@ class SessionDetailView(APIView):
         'reasoningLevel, sendPolicy ("allow" | "deny" | "inherit" | null).',
     )
     def patch(self, request, key: str):
-        session = store.patch_session(api_key=request.auth, key=key, changes=request.data)
+        session = store.patch_session(api_key=request.auth, key=key, changes=json_body(request))
         return Response(_row(session, GatewayConfig.load().key_settings))
 
 
@@ -161,11 +182,14 @@ class SessionHistoryView(APIView):
         return Response(body)
 
 
+_CURSOR = re.compile(r"[0-9]{1,16}")  # ASCII digits: str.isdigit() accepts "²", int() does not
+
+
 def parse_cursor(raw: str | None) -> int | None:
     if raw is None:
         return None
     text = raw[4:] if raw.startswith("seq:") else raw
-    if not text.isdigit() or int(text) < 1 or int(text) > 2**53 - 1:
+    if not _CURSOR.fullmatch(text) or int(text) < 1 or int(text) > 2**53 - 1:
         raise InvalidArgument("cursor must be a positive integer")
     return int(text)
 
@@ -179,7 +203,8 @@ class SessionMessagesView(APIView):
     )
     def post(self, request, key: str):
         return Response(
-            store.append_messages(api_key=request.auth, key=key, body=request.data), status=201
+            store.append_messages(api_key=request.auth, key=key, body=json_body(request)),
+            status=201,
         )
 
 
@@ -188,6 +213,7 @@ class TranscriptView(APIView):
         parameters=[KEY_PARAM, REQUESTER_HEADER], responses={200: OpenApiTypes.STR, **ERROR}
     )
     def get(self, request, key: str):
+        no_query_args(request)
         session = resolve_session(requester_of(request), key, action="history")
         response = StreamingHttpResponse(
             transcript.export_jsonl(session), content_type="application/x-ndjson; charset=utf-8"
@@ -213,7 +239,7 @@ class AgentDetailView(APIView):
     )
     def put(self, request, agent_id: str):
         agent, created = agents_mod.upsert_agent(
-            api_key=request.auth, agent_id=agent_id, data=request.data
+            api_key=request.auth, agent_id=agent_id, data=json_body(request)
         )
         return Response(agents_mod.agent_as_dict(agent), status=201 if created else 200)
 
@@ -222,10 +248,13 @@ class ConfigView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERROR})
     def get(self, request):
         store.require_scope(request.auth, "operator")
+        no_query_args(request)
         return Response(config_mod.as_dict(GatewayConfig.load()))
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, **ERROR})
     def patch(self, request):
         return Response(
-            config_mod.as_dict(config_mod.update_config(api_key=request.auth, changes=request.data))
+            config_mod.as_dict(
+                config_mod.update_config(api_key=request.auth, changes=json_body(request))
+            )
         )
