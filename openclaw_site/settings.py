@@ -163,6 +163,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "sessions_app.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # No `?format=`: a query parameter the API does not know is a 400 naming it, like any other.
+    "URL_FORMAT_OVERRIDE": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "openclaw-sessions API",

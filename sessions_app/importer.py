@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -211,7 +210,7 @@ def _import_session(
         with transaction.atomic():
             agent_created = _ensure_agent(owner)
             before = Session.objects.filter(key=key).values().first()
-            new_id = _uuid_or_none(entry.get("sessionId"))
+            new_id = keys.normalize_session_id(entry.get("sessionId"))
             if before and new_id and new_id != before["session_id"]:
                 # The service keeps one transcript per key, so a reset cannot be mirrored.
                 run.problem(
@@ -245,13 +244,6 @@ def _import_session(
         report.sessions_updated += 1
     else:
         report.sessions_unchanged += 1
-
-
-def _uuid_or_none(value: Any) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value)) if value else None
-    except ValueError:
-        return None  # store refuses it, with its own message
 
 
 def _known_fields(
@@ -394,28 +386,11 @@ def _reject_constant(name: str) -> Any:
 
 
 def unstorable(value: Any) -> str | None:
-    """Why `value` cannot be stored as JSON, or None.
-
-    JSON escapes can carry NUL (PostgreSQL text and jsonb refuse it) and unpaired surrogates
-    such as "\\ud800" (not encodable as UTF-8 by either database). Iterative, because parsed
-    values may nest as deep as json.loads allows.
-    """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            if "\x00" in item:
-                return "contains a NUL character"
-            if not item.isascii():
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError:
-                    return "contains an unpaired surrogate (not valid Unicode)"
+    """Why `value` cannot be stored (store.check_storable's message), or None."""
+    try:
+        store.check_storable(value, "")
+    except ToolError as exc:
+        return exc.message
     return None
 
 

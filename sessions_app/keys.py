@@ -22,6 +22,7 @@ _INVALID_AGENT_CHARS = re.compile(r"[^a-z0-9_-]+")
 _SESSION_ID = re.compile(
     r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE
 )
+_SESSION_ID_SHAPE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$", re.IGNORECASE)
 _CRON_RUN = re.compile(r"^cron:[^:]+:run:[^:]+(:|$)")
 
 
@@ -125,7 +126,11 @@ def canonical_key(
         if normalize_agent_id(parsed_agent) != parsed_agent:
             raise InvalidKey(f"malformed agent id in session key: {text}")
         return f"agent:{parsed_agent}:{rest}"
-    return f"agent:{settings.default_agent_id}:{':'.join(p for p in lowered.split(':') if p)}"
+    canonical = f"agent:{settings.default_agent_id}:{':'.join(p for p in lowered.split(':') if p)}"
+    if len(canonical) > MAX_KEY_LENGTH:
+        # A bare key grows by its `agent:<id>:` prefix; the stored form must still fit.
+        raise InvalidKey(f"session key is longer than {MAX_KEY_LENGTH} characters once stored")
+    return canonical
 
 
 def display_key(key: str, settings: KeySettings = KeySettings()) -> str:
@@ -133,6 +138,20 @@ def display_key(key: str, settings: KeySettings = KeySettings()) -> str:
     if key == "global" and settings.scope == "global":
         return "main"
     return key
+
+
+def normalize_session_id(value) -> str | None:
+    """A sessionId as stored, or None when it cannot be one.
+
+    OpenClaw writes UUIDs, but accepts any `^[a-z0-9][a-z0-9._-]{0,127}$` (it names the transcript
+    file); UUIDs are lowercased so lookups match whatever case a client sends.
+    """
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not _SESSION_ID_SHAPE.match(text):
+        return None
+    return text.lower() if _SESSION_ID.match(text) else text
 
 
 def looks_like_session_id(value: str) -> bool:

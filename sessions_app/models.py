@@ -21,6 +21,10 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def new_session_id() -> str:
+    return str(uuid.uuid4())
+
+
 # --- Gateway settings -----------------------------------------------------------------------
 
 
@@ -126,7 +130,7 @@ class Session(models.Model):
     SEND_POLICIES = [("allow", "allow"), ("deny", "deny")]
 
     key = models.CharField(max_length=keys.MAX_KEY_LENGTH, unique=True)
-    session_id = models.UUIDField(default=uuid.uuid4, unique=True)
+    session_id = models.CharField(max_length=128, default=new_session_id, unique=True)
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
     # Derived from the key at write time so lists filter in SQL (see refresh_derived()).
     kind = models.CharField(max_length=8, default="other")

@@ -6,8 +6,6 @@ visibility guard for the action. Errors carry OpenClaw's exact texts.
 
 from __future__ import annotations
 
-import uuid
-
 from . import keys, visibility
 from .errors import Forbidden, InvalidArgument, NotFound
 from .identity import Requester
@@ -39,9 +37,8 @@ def find_session(requester: Requester, raw: str) -> tuple[Session | None, str, b
     if session is not None or key_like:
         return session, canonical, True
     # A UUID, or text that does not look like a key: try it as a sessionId.
-    try:
-        session_id = uuid.UUID(text)
-    except ValueError:
+    session_id = keys.normalize_session_id(text)
+    if session_id is None:
         return None, canonical, False
     session = Session.objects.filter(session_id=session_id).first()
     return session, (session.key if session else canonical), False

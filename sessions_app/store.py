@@ -7,7 +7,6 @@ functions check the input and raise InvalidArgument / NotFound with messages nam
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +127,40 @@ def require_scope(api_key: ApiKey, *scopes: str) -> None:
 # --- field readers --------------------------------------------------------------------------
 
 
+def check_storable(value: Any, where: str = "") -> None:
+    """Refuse strings no column can hold, naming where they are (`messages[0].content`).
+
+    JSON escapes can smuggle in NUL (PostgreSQL text and jsonb refuse it) and unpaired
+    surrogates like "\\ud800" (not encodable as UTF-8, so neither database nor response can
+    take them). Iterative, because values may nest as deep as json.loads allows. `where` is the
+    path of `value` itself.
+    """
+    stack = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                name = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+                child_path = f"{path}.{name}" if path else name
+                _check_string(str(key), f"field name {child_path}")
+                stack.append((child, child_path))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+        elif isinstance(item, str):
+            _check_string(item, path or "request body")
+
+
+def _check_string(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise InvalidArgument(f"{where} must not contain NUL characters")
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{where} is not valid Unicode (unpaired surrogate)") from None
+
+
 def _string(name: str, value: Any, *, max_length: int = MAX_STRING) -> str:
     if value is None:
         return ""
@@ -188,15 +221,9 @@ def canonical_session_key(raw: Any, *, settings: keys.KeySettings, field: str = 
     if not isinstance(raw, str):
         raise InvalidArgument(f"{field} must be a string")
     try:
-        canonical = keys.canonical_key(raw, settings=settings)
+        return keys.canonical_key(raw, settings=settings)
     except keys.InvalidKey as exc:
         raise InvalidArgument(f"{field}: {exc}") from None
-    # A bare key grows by its `agent:<id>:` prefix; the column holds MAX_KEY_LENGTH.
-    if len(canonical) > keys.MAX_KEY_LENGTH:
-        raise InvalidArgument(
-            f"{field}: session key is longer than {keys.MAX_KEY_LENGTH} characters once stored"
-        )
-    return canonical
 
 
 def get_session(raw_key: str, *, settings: keys.KeySettings) -> Session:
@@ -223,7 +250,7 @@ class EntryChanges:
     agent_id: str
     fields: dict[str, Any]
     extra: dict[str, Any]
-    session_id: uuid.UUID | None
+    session_id: str | None
     updated_at: int | None
 
 
@@ -231,6 +258,7 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
     """Validate a `sessions.json` entry (plus its key) into column values."""
     if not isinstance(entry, dict):
         raise InvalidArgument("session entry must be a JSON object")
+    check_storable(entry)
     unknown = sorted(
         k
         for k in entry
@@ -293,10 +321,12 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
 
     session_id = None
     if entry.get("sessionId") is not None:
-        try:
-            session_id = uuid.UUID(str(entry["sessionId"]))
-        except ValueError:
-            raise InvalidArgument("sessionId must be a UUID") from None
+        session_id = keys.normalize_session_id(entry["sessionId"])
+        if session_id is None:
+            raise InvalidArgument(
+                "sessionId must be a UUID or 1-128 letters, digits, '.', '_' and '-' "
+                "starting with a letter or digit"
+            )
     updated_at = _non_negative_int("updatedAt", entry.get("updatedAt"), maximum=2**53 - 1)
     extra = {k: entry[k] for k in entry if k in PASSTHROUGH_FIELDS}
     return EntryChanges(canonical, agent_id, fields, extra, session_id, updated_at)
@@ -429,6 +459,7 @@ def read_message(index: int, raw: Any) -> Message:
     where = f"messages[{index}]"
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{where} must be an object")
+    check_storable(raw, where)
     role = raw.get("role")
     if role not in MESSAGE_ROLES:
         raise InvalidArgument(f"{where}.role must be one of {', '.join(MESSAGE_ROLES)}")

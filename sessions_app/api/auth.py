@@ -25,7 +25,7 @@ def bearer_token(header: str | None) -> str | None:
     if not header:
         return None
     scheme, _, token = header.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    if scheme.lower() != "bearer" or not token.strip() or "\x00" in token:
         return None
     return token.strip()
 

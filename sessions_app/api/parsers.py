@@ -9,6 +9,9 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
+from ..errors import InvalidArgument
+from ..store import check_storable
+
 
 def decode_json_body(raw: bytes):
     """Strict UTF-8 + JSON; raises ValueError with a client-facing message."""
@@ -36,39 +39,11 @@ def _reject_constant(name):
 
 
 def check_text(data) -> None:
-    """Refuse strings no column can hold, naming where they are (`messages[0].content`).
-
-    JSON escapes can smuggle in NUL (PostgreSQL text and jsonb refuse it) and unpaired
-    surrogates like "\\ud800" (not encodable as UTF-8, so neither database nor response can
-    take them). Iterative, because bodies may nest as deep as json.loads allows.
-    """
-    stack = [(data, "")]
-    while stack:
-        value, where = stack.pop()
-        if isinstance(value, dict):
-            for key, item in value.items():
-                path = f"{where}.{_printable(key)}" if where else _printable(key)
-                _check_string(key, f"field name {path}")
-                stack.append((item, path))
-        elif isinstance(value, list):
-            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
-        elif isinstance(value, str):
-            _check_string(value, where or "request body")
-
-
-def _check_string(text: str, where: str) -> None:
-    if "\x00" in text:
-        raise ValueError(f"{where} must not contain NUL characters")
-    if text.isascii():
-        return
+    """Refuse strings no column can hold (see store.check_storable), as a ValueError."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{where} is not valid Unicode (unpaired surrogate)") from None
-
-
-def _printable(key: str) -> str:
-    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+        check_storable(data)
+    except InvalidArgument as exc:
+        raise ValueError(exc.message) from None
 
 
 class StrictJSONParser(BaseParser):

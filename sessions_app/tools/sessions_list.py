@@ -121,6 +121,7 @@ def search_q(text: str):
         | Q(display_name__icontains=text)
         | Q(subject__icontains=text)
     )
-    if keys.looks_like_session_id(text):
-        q |= Q(session_id=text.strip())
+    session_id = keys.normalize_session_id(text)
+    if session_id:
+        q |= Q(session_id=session_id)
     return q

