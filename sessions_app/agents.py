@@ -16,6 +16,42 @@ AGENT_FIELDS = frozenset(
 )
 
 
+RULE_FIELDS = frozenset({"match", "on", "reply", "toolCalls", "error", "delayMs"})
+RUN_KINDS = ("send", "step", "announce", "spawn", "ingest")
+
+
+def clean_rule(i: int, rule: Any) -> None:
+    """One scripted rule (sessions_app/runs/backends/scripted.py documents the fields)."""
+    where = f"backend.rules[{i}]"
+    if not isinstance(rule, dict) or not isinstance(rule.get("match"), str):
+        raise InvalidArgument(f"{where}.match must be a string")
+    unknown = sorted(set(rule) - RULE_FIELDS)
+    if unknown:
+        raise InvalidArgument(f"Unknown field in {where}: {', '.join(unknown)}")
+    try:
+        re.compile(rule["match"])
+    except re.error as exc:
+        raise InvalidArgument(f"{where}.match is not a valid regex: {exc}") from None
+    for field in ("reply", "error"):
+        if field in rule and not isinstance(rule[field], str):
+            raise InvalidArgument(f"{where}.{field} must be a string")
+    on = rule.get("on")
+    if on is not None and (not isinstance(on, list) or not all(k in RUN_KINDS for k in on)):
+        raise InvalidArgument(f"{where}.on must be an array of {', '.join(RUN_KINDS)}")
+    delay = rule.get("delayMs", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= 600_000:
+        raise InvalidArgument(f"{where}.delayMs must be an integer from 0 to 600000")
+    calls = rule.get("toolCalls")
+    if calls is not None:
+        if not isinstance(calls, list) or len(calls) > 10:
+            raise InvalidArgument(f"{where}.toolCalls must be an array of at most 10 calls")
+        for j, call in enumerate(calls):
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                raise InvalidArgument(f"{where}.toolCalls[{j}].name must be a string")
+            if not isinstance(call.get("arguments", {}), dict) or set(call) - {"name", "arguments"}:
+                raise InvalidArgument(f"{where}.toolCalls[{j}] must be {{name, arguments}}")
+
+
 def clean_backend(value: Any) -> dict:
     """{"type": "scripted", "rules"?, "delayMs"?} or {"type": "openai", "baseUrl", "model", "apiKeyEnv"}."""
     if value is None:
@@ -31,16 +67,7 @@ def clean_backend(value: Any) -> dict:
         if not isinstance(rules, list) or len(rules) > 200:
             raise InvalidArgument("backend.rules must be an array of at most 200 rules")
         for i, rule in enumerate(rules):
-            if not isinstance(rule, dict) or not isinstance(rule.get("match"), str):
-                raise InvalidArgument(f"backend.rules[{i}].match must be a string")
-            if not isinstance(rule.get("reply", ""), str):
-                raise InvalidArgument(f"backend.rules[{i}].reply must be a string")
-            try:
-                re.compile(rule["match"])
-            except re.error as exc:
-                raise InvalidArgument(
-                    f"backend.rules[{i}].match is not a valid regex: {exc}"
-                ) from None
+            clean_rule(i, rule)
         delay = value.get("delayMs", 0)
         if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= 600_000:
             raise InvalidArgument("backend.delayMs must be an integer from 0 to 600000")

@@ -311,20 +311,40 @@ class Run(models.Model):
     kind = models.CharField(max_length=16, choices=KINDS, default="send")
     status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED)
     requester_key = models.CharField(max_length=keys.MAX_KEY_LENGTH, blank=True)
+    requester_channel = models.CharField(max_length=64, blank=True)
     parent_run = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="child_runs"
     )
-    idempotency_key = models.CharField(max_length=200, blank=True)
+    idempotency_key = models.CharField(max_length=256, blank=True)
     message = models.TextField(blank=True)
+    extra_system_prompt = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    label = models.CharField(max_length=200, blank=True)
+    # Loop safety: every send/spawn chain has an id and the agents it passed through.
+    chain_id = models.UUIDField(default=uuid.uuid4, db_index=True)
+    chain_agents = models.JSONField(default=list, blank=True)
+    # State the follow-up steps need (agent-to-agent flow, sub-agent announce, cleanup).
+    flow = models.JSONField(default=dict, blank=True)
+    deliver = models.BooleanField(default=False)
+    timeout_seconds = models.PositiveIntegerField(default=0)  # 0: no run timeout
+    deadline = models.DateTimeField(null=True, blank=True)
+    input_seq = models.PositiveIntegerField(null=True, blank=True)
+    reply_seq = models.PositiveIntegerField(null=True, blank=True)
     reply = models.TextField(blank=True)
     error = models.TextField(blank=True)
     usage = models.JSONField(null=True, blank=True)
+    worker = models.CharField(max_length=100, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["session", "-created_at"], name="run_session_recent")]
+        indexes = [
+            models.Index(fields=["session", "-created_at"], name="run_session_recent"),
+            models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=["queued", "running", "ok", "error", "timeout", "aborted"]),
