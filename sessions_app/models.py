@@ -240,7 +240,11 @@ class Session(models.Model):
 class Message(models.Model):
     """One raw transcript message (reference §8.3), at position `seq` (1-based) in its session."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: UniqueConstraint(session, seq) serves every lookup by session, and a
+    # second, smaller index tempts PostgreSQL into reading whole transcripts.
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=32)
     # A string or a list of content blocks, exactly as given.
@@ -262,20 +266,49 @@ class Message(models.Model):
     def __str__(self):
         return f"{self.session_id}#{self.seq} {self.role}"
 
+    # The columns `transcript_from_values()` reads, in order (for .values_list on hot paths).
+    TRANSCRIPT_COLUMNS = (
+        "seq",
+        "role",
+        "content",
+        "provenance",
+        "tool_call_id",
+        "tool_name",
+        "usage",
+        "timestamp",
+        "extra",
+    )
+
     def to_transcript(self) -> dict:
         """The message as OpenClaw writes it in a transcript line (`line.message`)."""
-        payload = {"role": self.role, **self.extra}
-        if self.content is not None:
-            payload["content"] = self.content
-        if self.tool_call_id:
-            payload["toolCallId"] = self.tool_call_id
-        if self.tool_name:
-            payload["toolName"] = self.tool_name
-        if self.usage is not None:
-            payload["usage"] = self.usage
-        if self.provenance is not None:
-            payload["provenance"] = self.provenance
-        payload["timestamp"] = self.timestamp
+        return self.transcript_from_values(
+            self.seq,
+            self.role,
+            self.content,
+            self.provenance,
+            self.tool_call_id,
+            self.tool_name,
+            self.usage,
+            self.timestamp,
+            self.extra,
+        )
+
+    @staticmethod
+    def transcript_from_values(
+        seq, role, content, provenance, tool_call_id, tool_name, usage, timestamp, extra
+    ) -> dict:
+        payload = {"role": role, **(extra or {})}
+        if content is not None:
+            payload["content"] = content
+        if tool_call_id:
+            payload["toolCallId"] = tool_call_id
+        if tool_name:
+            payload["toolName"] = tool_name
+        if usage is not None:
+            payload["usage"] = usage
+        if provenance is not None:
+            payload["provenance"] = provenance
+        payload["timestamp"] = timestamp
         return payload
 
 

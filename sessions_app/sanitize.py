@@ -7,8 +7,9 @@ credential-like text. Per page: keep the newest messages within 80 KiB of JSON.
 
 from __future__ import annotations
 
-import json
 import re
+
+from .jsontext import byte_size
 
 TEXT_LIMIT = 4000
 TRUNCATION_SUFFIX = "\n…(truncated)…"
@@ -31,7 +32,7 @@ _SECRET_PATTERNS = [
     (re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{16,})"), 2),
     (
         re.compile(
-            r"(?i)(\b(?:api[_-]?key|secret|token|password|passwd)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{8,})"
+            r"(?i)(\b[\w-]*?(?:api[_-]?key|secret|token|password|passwd)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{8,})"
         ),
         2,
     ),
@@ -54,7 +55,44 @@ def _mask_group(match: re.Match, group: int) -> str:
     return head + _mask(match.group(group)) + tail
 
 
+# One pass that finds whether any pattern could match, so clean text costs a single search.
+def _scoped(pattern: str) -> str:
+    # A leading global (?i) is not allowed inside an alternation; scope it to the branch.
+    return f"(?i:{pattern[4:]})" if pattern.startswith("(?i)") else f"(?:{pattern})"
+
+
+_ANY_SECRET = re.compile("|".join(_scoped(p.pattern) for p, _ in _SECRET_PATTERNS))
+
+
+# Every pattern above needs one of these (lowercased) substrings: checking them is a few fast
+# `in` scans, so clean text never runs the regexes.
+_MARKERS = (
+    "-----begin",
+    "sk-",
+    "rk-",
+    "pk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "akia",
+    "aiza",
+    "ocs_",
+    "bearer",
+    "api",
+    "secret",
+    "token",
+    "passw",
+)
+
+
 def redact(text: str) -> tuple[str, bool]:
+    lowered = text.lower()
+    if not any(marker in lowered for marker in _MARKERS) or not _ANY_SECRET.search(text):
+        return text, False
     changed = False
     for pattern, group in _SECRET_PATTERNS:
         if pattern.search(text):
@@ -136,7 +174,7 @@ def sanitize_message(message: dict, flags: Flags) -> dict:
 
 
 def json_bytes(value) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return byte_size(value)
 
 
 def cap_messages(messages: list[dict], max_bytes: int = MAX_BYTES) -> tuple[list[dict], bool, int]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import reduce
 from operator import or_
 
+from django.db import connection
 from django.db.models import Q
 
 from . import sanitize
@@ -27,6 +28,17 @@ def payload(message: Message) -> dict:
     return data
 
 
+def payload_from_values(row: tuple) -> dict:
+    """Like payload(), from a `values_list(*Message.TRANSCRIPT_COLUMNS)` row (no model object)."""
+    data = Message.transcript_from_values(*row)
+    data["__openclaw"] = {"seq": row[0]}
+    return data
+
+
+def seq_of(message: dict) -> int:
+    return message["__openclaw"]["seq"]
+
+
 def read_page(
     session: Session,
     *,
@@ -34,9 +46,9 @@ def read_page(
     include_tools: bool,
     offset: int = 0,
     before_seq: int | None = None,
-) -> tuple[list[Message], bool]:
+) -> tuple[list[dict], bool]:
     """The newest `limit` messages (oldest first) older than `before_seq`, skipping the newest
-    `offset` visible ones. Returns (messages, has_more)."""
+    `offset` visible ones, as payloads. Returns (messages, has_more)."""
     qs = Message.objects.filter(session=session)
     if before_seq is not None:
         qs = qs.filter(seq__lt=before_seq)
@@ -45,14 +57,15 @@ def read_page(
         # over the whole transcript is a seq bound: no rows to skip over.
         if offset:
             qs = qs.filter(seq__lte=session.last_seq - offset)
-        rows = list(qs.order_by("-seq")[: limit + 1])
+        window = slice(0, limit + 1)
     else:
         qs = qs.exclude(role=TOOL_RESULT)
-        rows = list(qs.order_by("-seq")[offset : offset + limit + 1])
+        window = slice(offset, offset + limit + 1)
+    rows = list(qs.order_by("-seq").values_list(*Message.TRANSCRIPT_COLUMNS)[window])
     has_more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
-    return rows, has_more
+    return [payload_from_values(r) for r in rows], has_more
 
 
 @dataclass
@@ -75,10 +88,10 @@ class Bounded:
         }
 
 
-def bound(messages: list[Message]) -> Bounded:
-    """Sanitise each message and keep the newest that fit in 80 KiB (reference §3.3–3.4)."""
+def bound(messages: list[dict]) -> Bounded:
+    """Sanitise each payload and keep the newest that fit in 80 KiB (reference §3.3–3.4)."""
     flags = sanitize.Flags()
-    cleaned = [sanitize.sanitize_message(payload(m), flags) for m in messages]
+    cleaned = [sanitize.sanitize_message(m, flags) for m in messages]
     kept, hard_capped, size = sanitize.cap_messages(cleaned)
     dropped = len(kept) < len(cleaned) or hard_capped
     return Bounded(
@@ -92,14 +105,36 @@ def bound(messages: list[Message]) -> Bounded:
     )
 
 
+_LAST_N_LATERAL = """
+    SELECT m.id, m.session_id, {columns}
+    FROM unnest(%s::bigint[]) AS wanted(session_id)
+    CROSS JOIN LATERAL (
+        SELECT * FROM sessions_app_message
+        WHERE session_id = wanted.session_id ORDER BY seq DESC LIMIT %s
+    ) AS m
+    ORDER BY m.session_id, m.seq
+"""
+
+
 def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dict]]:
     """For each session, its last `count` messages with toolResult messages removed afterwards
-    (as OpenClaw does, so fewer than `count` may remain), sanitised. One query."""
-    ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - count) for s in sessions if s.last_seq > 0]
+    (as OpenClaw does, so fewer than `count` may remain), sanitised. One query.
+
+    PostgreSQL: a LATERAL join, one backward index scan per session. Elsewhere: an OR of
+    `seq > last_seq - count` ranges on the (session, seq) index.
+    """
+    wanted = [s for s in sessions if s.last_seq > 0]
     found: dict[int, list[dict]] = {}
-    if not ranges:
+    if not wanted:
         return found
-    rows = Message.objects.filter(reduce(or_, ranges)).order_by("session_id", "seq")
+    if connection.vendor == "postgresql":
+        columns = ", ".join(f"m.{c}" for c in Message.TRANSCRIPT_COLUMNS)
+        rows = Message.objects.raw(
+            _LAST_N_LATERAL.format(columns=columns), [[s.pk for s in wanted], count]
+        )
+    else:
+        ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - count) for s in wanted]
+        rows = Message.objects.filter(reduce(or_, ranges)).order_by("session_id", "seq")
     flags = sanitize.Flags()
     for message in rows:
         if message.role == TOOL_RESULT:

@@ -16,6 +16,7 @@ from django.test import Client
 from sessions_app import store
 from sessions_app.agents import upsert_agent
 from sessions_app.models import ApiKey, GatewayConfig, Session
+from tests.fake_openai import fake_openai  # noqa: F401  (a fixture, shared by every test module)
 
 
 def make_agent(agent_id: str = "main", **data):

@@ -8,15 +8,14 @@ another method 405, a body over the limit 413.
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import JsonResponse
+from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from ..errors import Refusal, ToolError
 from ..identity import requester_for
+from ..jsontext import dumps_bytes, dumps_pretty
 from ..tools import TOOLS
 from .auth import api_key_from_header
 from .errors import error_json
@@ -29,8 +28,12 @@ MAX_FIELD_LENGTH = 256
 
 
 def tool_result(details: dict) -> dict:
-    text = json.dumps(details, indent=2, ensure_ascii=False)
+    text = dumps_pretty(details)
     return {"ok": True, "result": {"content": [{"type": "text", "text": text}], "details": details}}
+
+
+def json_response(body: dict, status: int = 200) -> HttpResponse:
+    return HttpResponse(dumps_bytes(body), status=status, content_type="application/json")
 
 
 def check_optional_fields(body: dict) -> str | None:
@@ -94,4 +97,4 @@ def tools_invoke(request):
     except ToolError as exc:
         error_type = "tool_error" if exc.http_status == 400 else exc.error_type
         return error_json(exc.http_status, exc.message, error_type)
-    return JsonResponse(tool_result(details), json_dumps_params={"ensure_ascii": False})
+    return json_response(tool_result(details))

@@ -251,3 +251,28 @@ def test_history_query_count_is_fixed(agent_main, main_session, django_assert_nu
     requester = requester_for(ApiKey.objects.get(scope="agent", sandboxed=False))
     with django_assert_num_queries(2):  # the session, the page
         sessions_history(requester=requester, args={"sessionKey": "main", "limit": 200})
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
+        "sk-proj-abcdefghijklmnopqrstuvwx",
+        "ghp_abcdefghijklmnopqrstuvwx12",
+        "github_pat_abcdefghijklmnopqrstuvwx",
+        "xoxb-1234567890-abcdefgh",
+        "AKIAABCDEFGHIJKLMNOP",
+        "AIza" + "b" * 35,
+        "ocs_0123456789ab_abcdefghijklmnopqrstuvwx",
+        "Authorization: Bearer abcdefghijklmnopqrstuvwx",
+        "password=hunter2hunter2",
+        "API_KEY: 'abcdefgh12345'",
+        "client_secret=abcdefgh12345",
+    ],
+)
+def test_every_credential_shape_is_masked(secret):
+    from sessions_app.sanitize import redact
+
+    masked, changed = redact(f"before {secret} after")
+    assert changed and masked != f"before {secret} after"
+    assert masked.startswith("before ") and masked.endswith(" after")

@@ -1,0 +1,60 @@
+"""Loop safety (beyond OpenClaw): every send and spawn carries a chain id and the agents it passed
+through; a hop back to an earlier agent (A→B→C→A) is refused, and a chain has a turn cap."""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from dataclasses import dataclass
+
+from ..errors import Forbidden
+from ..models import GatewayConfig, Run
+
+# The run whose agent is calling a tool right now (set by the engine around a backend turn), so
+# a sessions_send or sessions_spawn made by an agent extends that run's chain.
+current_run: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
+    "current_run", default=None
+)
+
+
+@dataclass(frozen=True)
+class Chain:
+    id: uuid.UUID
+    agents: tuple[str, ...]
+
+    def as_fields(self) -> dict:
+        return {"chain_id": self.id, "chain_agents": list(self.agents)}
+
+
+def continue_chain(run: Run) -> Chain:
+    """The same chain, for a follow-up step of a run (ping-pong, announce)."""
+    return Chain(run.chain_id, tuple(run.chain_agents))
+
+
+def next_hop(*, tool: str, from_agent: str, to_agent: str, config: GatewayConfig) -> Chain:
+    """The chain for a new hop from `from_agent` to `to_agent`. Raises Forbidden on a loop or
+    when the chain has used its turns. Outside a run, a new chain starts."""
+    parent = current_run.get()
+    if parent is None:
+        return Chain(
+            uuid.uuid4(), (from_agent, to_agent) if from_agent != to_agent else (from_agent,)
+        )
+    path = tuple(parent.chain_agents) or (from_agent,)
+    if to_agent != from_agent and to_agent in path:
+        loop = " → ".join((*path, to_agent))
+        raise Forbidden(f"{tool} refused: this hop would close an agent loop ({loop})")
+    check_turns(parent.chain_id, config=config, tool=tool)
+    return Chain(parent.chain_id, path if path[-1] == to_agent else (*path, to_agent))
+
+
+def turns_used(chain_id: uuid.UUID) -> int:
+    return Run.objects.filter(chain_id=chain_id).count()
+
+
+def check_turns(chain_id: uuid.UUID, *, config: GatewayConfig, tool: str) -> None:
+    cap = config.chain_max_turns
+    if turns_used(chain_id) >= cap:
+        raise Forbidden(
+            f"{tool} refused: this agent chain has used its {cap} turns "
+            "(session.agentToAgent.maxChainTurns)"
+        )
