@@ -256,6 +256,9 @@ class Message(models.Model):
     timestamp = models.BigIntegerField(default=now_ms)
     # Every other field of the message (api, provider, model, stopReason, details, isError, …).
     extra = models.JSONField(default=dict, blank=True)
+    # Whether its text holds something credential-like, decided once when stored (messages never
+    # change), so reads skip the redaction scan for clean messages. None: not known (run it).
+    redact_needed = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -89,9 +89,13 @@ _MARKERS = (
 )
 
 
-def redact(text: str) -> tuple[str, bool]:
+def looks_secret(text: str) -> bool:
     lowered = text.lower()
-    if not any(marker in lowered for marker in _MARKERS) or not _ANY_SECRET.search(text):
+    return any(marker in lowered for marker in _MARKERS) and bool(_ANY_SECRET.search(text))
+
+
+def redact(text: str) -> tuple[str, bool]:
+    if not looks_secret(text):
         return text, False
     changed = False
     for pattern, group in _SECRET_PATTERNS:
@@ -124,17 +128,19 @@ def truncate_text(text: str, limit: int = TEXT_LIMIT) -> tuple[str, bool]:
 
 
 class Flags:
-    __slots__ = ("truncated", "redacted")
+    __slots__ = ("truncated", "redacted", "scan")
 
     def __init__(self):
         self.truncated = False
         self.redacted = False
+        self.scan = True  # run the redaction scan on the message being sanitised
 
     def text(self, value: str) -> str:
         value, cut = truncate_text(value)
-        value, masked = redact(value)
         self.truncated |= cut
-        self.redacted |= masked
+        if self.scan:
+            value, masked = redact(value)
+            self.redacted |= masked
         return value
 
 
@@ -156,8 +162,29 @@ def _sanitize_block(block, flags: Flags):
     return block
 
 
-def sanitize_message(message: dict, flags: Flags) -> dict:
-    """A shallow copy of `message`, bounded for tool output; marks `flags`."""
+def texts_of(message: dict):
+    """Every text sanitize_message() bounds and redacts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict):
+                for field in _TEXT_FIELDS:
+                    if isinstance(block.get(field), str):
+                        yield block[field]
+    if isinstance(message.get("text"), str):
+        yield message["text"]
+
+
+def needs_redaction(message: dict) -> bool:
+    return any(looks_secret(text) for text in texts_of(message))
+
+
+def sanitize_message(message: dict, flags: Flags, *, scan: bool = True) -> dict:
+    """A shallow copy of `message`, bounded for tool output; marks `flags`. `scan=False` skips
+    the redaction scan (the message is known to hold nothing credential-like)."""
+    flags.scan = scan
     out = dict(message)
     for key in _DROPPED_KEYS:
         if key in out:

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from . import keys
+from . import keys, sanitize
 from .errors import AccessDenied, InvalidArgument, NotFound
 from .models import Agent, ApiKey, GatewayConfig, Message, Session, now_ms
 
@@ -493,6 +493,7 @@ def read_message(index: int, raw: Any) -> Message:
         }
     }
     return Message(
+        redact_needed=sanitize.needs_redaction(raw),
         role=role,
         content=content,
         provenance=provenance,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import reduce
 from operator import or_
 
+import orjson
 from django.db import connection
 from django.db.models import Q
 
@@ -28,11 +29,19 @@ def payload(message: Message) -> dict:
     return data
 
 
+# What pages read: the transcript columns, then whether the redaction scan is needed.
+READ_COLUMNS = (*Message.TRANSCRIPT_COLUMNS, "redact_needed")
+
+
 def payload_from_values(row: tuple) -> dict:
-    """Like payload(), from a `values_list(*Message.TRANSCRIPT_COLUMNS)` row (no model object)."""
-    data = Message.transcript_from_values(*row)
+    """Like payload(), from a `values_list(*READ_COLUMNS)` row (no model object)."""
+    data = Message.transcript_from_values(*row[: len(Message.TRANSCRIPT_COLUMNS)])
     data["__openclaw"] = {"seq": row[0]}
     return data
+
+
+def scan_needed(row: tuple) -> bool:
+    return row[len(Message.TRANSCRIPT_COLUMNS)] is not False
 
 
 def seq_of(message: dict) -> int:
@@ -61,11 +70,11 @@ def read_page(
     else:
         qs = qs.exclude(role=TOOL_RESULT)
         window = slice(offset, offset + limit + 1)
-    rows = list(qs.order_by("-seq").values_list(*Message.TRANSCRIPT_COLUMNS)[window])
+    rows = list(qs.order_by("-seq").values_list(*READ_COLUMNS)[window])
     has_more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
-    return [payload_from_values(r) for r in rows], has_more
+    return [(payload_from_values(r), scan_needed(r)) for r in rows], has_more
 
 
 @dataclass
@@ -88,10 +97,10 @@ class Bounded:
         }
 
 
-def bound(messages: list[dict]) -> Bounded:
-    """Sanitise each payload and keep the newest that fit in 80 KiB (reference §3.3–3.4)."""
+def bound(messages: list[tuple[dict, bool]]) -> Bounded:
+    """Sanitise each (payload, scan) and keep the newest that fit in 80 KiB (reference §3.3–3.4)."""
     flags = sanitize.Flags()
-    cleaned = [sanitize.sanitize_message(m, flags) for m in messages]
+    cleaned = [sanitize.sanitize_message(m, flags, scan=scan) for m, scan in messages]
     kept, hard_capped, size = sanitize.cap_messages(cleaned)
     dropped = len(kept) < len(cleaned) or hard_capped
     return Bounded(
@@ -106,7 +115,7 @@ def bound(messages: list[dict]) -> Bounded:
 
 
 _LAST_N_LATERAL = """
-    SELECT m.id, m.session_id, {columns}
+    SELECT m.session_id, {columns}
     FROM unnest(%s::bigint[]) AS wanted(session_id)
     CROSS JOIN LATERAL (
         SELECT * FROM sessions_app_message
@@ -114,6 +123,27 @@ _LAST_N_LATERAL = """
     ) AS m
     ORDER BY m.session_id, m.seq
 """
+_JSON_COLUMNS = tuple(
+    i
+    for i, name in enumerate(Message.TRANSCRIPT_COLUMNS)
+    if name in ("content", "provenance", "usage", "extra")
+)
+
+
+def _last_rows_postgresql(wanted: list[Session], count: int) -> list[tuple]:
+    """(session_id, *READ_COLUMNS) rows; jsonb arrives as text and is decoded here (orjson),
+    which is several times cheaper than model instances for a page of a thousand messages."""
+    columns = ", ".join(f"m.{c}" for c in READ_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(_LAST_N_LATERAL.format(columns=columns), [[s.pk for s in wanted], count])
+        raw_rows = cursor.fetchall()
+    rows = []
+    for session_id, *values in raw_rows:
+        for i in _JSON_COLUMNS:
+            if values[i] is not None:
+                values[i] = orjson.loads(values[i])
+        rows.append((session_id, *values))
+    return rows
 
 
 def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dict]]:
@@ -128,19 +158,23 @@ def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dic
     if not wanted:
         return found
     if connection.vendor == "postgresql":
-        columns = ", ".join(f"m.{c}" for c in Message.TRANSCRIPT_COLUMNS)
-        rows = Message.objects.raw(
-            _LAST_N_LATERAL.format(columns=columns), [[s.pk for s in wanted], count]
-        )
+        rows = _last_rows_postgresql(wanted, count)
     else:
         ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - count) for s in wanted]
-        rows = Message.objects.filter(reduce(or_, ranges)).order_by("session_id", "seq")
+        rows = (
+            Message.objects.filter(reduce(or_, ranges))
+            .order_by("session_id", "seq")
+            .values_list("session_id", *READ_COLUMNS)
+        )
+    role = 1 + Message.TRANSCRIPT_COLUMNS.index("role")
     flags = sanitize.Flags()
-    for message in rows:
-        if message.role == TOOL_RESULT:
+    for row in rows:
+        if row[role] == TOOL_RESULT:
             continue
-        found.setdefault(message.session_id, []).append(
-            sanitize.sanitize_message(payload(message), flags)
+        found.setdefault(row[0], []).append(
+            sanitize.sanitize_message(
+                payload_from_values(row[1:]), flags, scan=scan_needed(row[1:])
+            )
         )
     return found
 

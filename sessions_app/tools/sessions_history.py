@@ -62,5 +62,5 @@ def history_page(
         # Messages the byte cap dropped are still to be read: the next page starts at them.
         "hasMore": has_more or bounded.kept_from_source < len(rows),
         "kept": bounded.kept_from_source,
-        "firstSeq": transcript.seq_of(kept_rows[0]) if kept_rows else None,
+        "firstSeq": transcript.seq_of(kept_rows[0][0]) if kept_rows else None,
     }

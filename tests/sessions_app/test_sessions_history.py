@@ -276,3 +276,23 @@ def test_every_credential_shape_is_masked(secret):
     masked, changed = redact(f"before {secret} after")
     assert changed and masked != f"before {secret} after"
     assert masked.startswith("before ") and masked.endswith(" after")
+
+
+def test_the_redaction_decision_is_stored_with_the_message(agent_main, main_session):
+    from sessions_app.models import Message
+
+    add_messages(main_session, user("token=abcdefgh12345678"), user("nothing to see"))
+    assert list(Message.objects.order_by("seq").values_list("redact_needed", flat=True)) == [True, False]
+
+
+def test_rows_of_unknown_status_are_still_redacted(agent_main, main_session):
+    from sessions_app.models import Message
+
+    add_messages(main_session, user("placeholder"))
+    # A row written around the store (an older import, a bulk load) has no stored decision.
+    Message.objects.filter(session=main_session).update(
+        content="key sk-proj-abcdefghijklmnopqrstuvwxyz", redact_needed=None
+    )
+    details = history(agent_main)
+    assert "abcdefghijklmnopqrstuvwxyz" not in details["messages"][0]["content"]
+    assert details["contentRedacted"] is True
