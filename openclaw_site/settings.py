@@ -104,7 +104,13 @@ else:
     }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
-elif DATABASES["default"]["ENGINE"].endswith("postgresql") and os.environ.get("DB_POOL", "1") != "0":
+elif (
+    DATABASES["default"]["ENGINE"].endswith("postgresql")
+    and os.environ.get("DB_POOL", "1") != "0"
+    # django-q2 forks its workers: a pool opened in the cluster process would hand the same
+    # sockets to several processes. Workers hold one connection each anyway.
+    and "qcluster" not in sys.argv
+):
     # A new PostgreSQL connection costs ~9 ms here; under ASGI the psycopg pool (not
     # CONN_MAX_AGE) is the supported way to reuse them (stack.md §4). DB_POOL=0 turns it off.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {

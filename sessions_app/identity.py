@@ -94,3 +94,14 @@ def requester_for(
         config=config,
         api_key_id=api_key.pk,
     )
+
+
+def requester_for_session(session, *, config: GatewayConfig | None = None) -> Requester:
+    """The Requester of an agent acting as its own session (tool calls made during a run)."""
+    return Requester(
+        session_key=session.key,
+        agent_id=session.agent_id,
+        sandboxed=bool(session.agent.sandboxed),
+        scope=ApiKey.AGENT,
+        config=config or GatewayConfig.load(),
+    )

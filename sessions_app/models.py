@@ -400,6 +400,51 @@ class Run(models.Model):
     def finished(self) -> bool:
         return self.status in self.FINISHED
 
+    @classmethod
+    def claim(cls, run_id, *, worker: str) -> bool:
+        """queued → running, for one worker only (a conditional UPDATE, portable)."""
+        now = timezone.now()
+        return bool(
+            cls.objects.filter(pk=run_id, status=cls.QUEUED).update(
+                status=cls.RUNNING,
+                started_at=now,
+                heartbeat_at=now,
+                worker=worker[:100],
+                attempts=F("attempts") + 1,
+            )
+        )
+
+    def mark_finished(self, status: str, *, reply: str = "", error: str = "", usage=None) -> bool:
+        """queued|running → a final status, once. False when something else finished it first."""
+        assert status in self.FINISHED
+        now = timezone.now()
+        changed = Run.objects.filter(pk=self.pk, status__in=[self.QUEUED, self.RUNNING]).update(
+            status=status, reply=reply, error=error, usage=usage, finished_at=now
+        )
+        if not changed:
+            self.refresh_from_db()
+            return False
+        self.status, self.reply, self.error, self.usage, self.finished_at = (
+            status,
+            reply,
+            error,
+            usage,
+            now,
+        )
+        # The session row shows its latest run: only if no newer run has started since.
+        newer = Run.objects.filter(session_id=self.session_id, created_at__gt=self.created_at)
+        if not newer.exists():
+            Session.objects.filter(pk=self.session_id).update(
+                run_status=self.SESSION_STATUS[status]
+            )
+        return True
+
+    @property
+    def runtime_ms(self) -> int | None:
+        if self.started_at and self.finished_at:
+            return max(0, int((self.finished_at - self.started_at).total_seconds() * 1000))
+        return None
+
 
 # --- API keys -------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -128,3 +129,51 @@ def start_server(*, worker: bool = False, timeout: float = 30) -> LiveServer:
             time.sleep(0.1)
     server.stop()
     raise RuntimeError("server did not start")
+
+
+@dataclass
+class LiveWorker:
+    process: subprocess.Popen
+
+    def stop(self):
+        """Ask the cluster to stop (it stops its own workers), then make sure the group is gone."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def kill(self):
+        """Like a machine losing power: every process of the cluster, at once, no cleanup."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+
+def start_worker(*, workers: int = 2) -> LiveWorker:
+    """A django-q2 cluster (`manage.py qcluster`) on the test database, in its own process group."""
+    env = child_env()
+    env["Q_WORKERS"] = str(workers)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return LiveWorker(process)
+
+
+def wait_until(predicate, *, timeout: float = 30, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import DatabaseError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -24,6 +25,9 @@ _TYPES = {
 
 def envelope(error_type: str, message: str) -> dict:
     return {"ok": False, "error": {"type": error_type, "message": message}}
+
+
+UNAVAILABLE = "the database is busy or unreachable; retry shortly"
 
 
 def error_json(
@@ -53,6 +57,10 @@ def exception_handler(exc, context):
         exc = exceptions.PermissionDenied()
     if isinstance(exc, ToolError):
         return Response(envelope(exc.error_type, exc.message), status=exc.http_status)
+    if isinstance(exc, DatabaseError) and is_unavailable(exc):
+        return Response(
+            envelope("unavailable", UNAVAILABLE), status=503, headers={"Retry-After": "1"}
+        )
     if isinstance(exc, RequestDataTooBig):
         return Response(
             envelope("payload_too_large", "request body is larger than the limit"),
@@ -73,3 +81,14 @@ def exception_handler(exc, context):
             message = _message(exc.detail)
         return Response(envelope(_TYPES.get(code, "error"), message), status=code, headers=headers)
     return None
+
+
+def is_unavailable(exc: Exception) -> bool:
+    """A connection that could not be had (pool timeout, server down, SQLite locked too long)."""
+    if isinstance(exc, OperationalError):
+        return True
+    try:
+        from psycopg_pool import PoolTimeout
+    except ImportError:  # pragma: no cover - the pool is installed with psycopg[pool]
+        return False
+    return isinstance(exc, PoolTimeout) or isinstance(exc.__cause__, PoolTimeout)

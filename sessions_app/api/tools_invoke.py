@@ -8,6 +8,7 @@ another method 405, a body over the limit 413.
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
@@ -16,9 +17,9 @@ from django.views.decorators.csrf import csrf_exempt
 from ..errors import Refusal, ToolError
 from ..identity import requester_for
 from ..jsontext import dumps_bytes, dumps_pretty
-from ..tools import TOOLS
+from ..tools import ASYNC_TOOLS, TOOLS
 from .auth import api_key_from_header
-from .errors import error_json
+from .errors import UNAVAILABLE, error_json, is_unavailable
 from .parsers import decode_json_body
 
 BODY_FIELDS = frozenset(
@@ -56,11 +57,18 @@ def read_body(request):
     return decode_json_body(request.body)
 
 
+def idempotency_key_of(request, body: dict) -> str | None:
+    """The body's idempotencyKey, else the Idempotency-Key header."""
+    key = body.get("idempotencyKey") or request.headers.get("Idempotency-Key") or None
+    return key.strip()[:MAX_FIELD_LENGTH] if isinstance(key, str) and key.strip() else None
+
+
 @csrf_exempt
-def tools_invoke(request):
+async def tools_invoke(request):
+    """Async, so sessions_send can wait for its reply without holding a thread."""
     if request.method != "POST":
         return error_json(405, "Use POST", headers={"Allow": "POST"})
-    api_key = api_key_from_header(request.META.get("HTTP_AUTHORIZATION"))
+    api_key = await sync_to_async(api_key_from_header)(request.META.get("HTTP_AUTHORIZATION"))
     if api_key is None:
         return error_json(
             401,
@@ -88,13 +96,24 @@ def tools_invoke(request):
     if tool is None:
         return error_json(404, f"Tool not available: {name}", "not_found")
     try:
-        requester = requester_for(
+        requester = await sync_to_async(requester_for)(
             api_key, session_key=body.get("sessionKey"), agent_id=body.get("agentId")
         )
-        details = tool(requester=requester, args=body.get("args"))
+        if name.strip() in ASYNC_TOOLS:
+            details = await ASYNC_TOOLS[name.strip()](
+                requester=requester,
+                args=body.get("args"),
+                idempotency_key=idempotency_key_of(request, body),
+            )
+        else:
+            details = await sync_to_async(tool)(requester=requester, args=body.get("args"))
     except Refusal as exc:
         details = {"status": exc.status, "error": exc.message}
     except ToolError as exc:
         error_type = "tool_error" if exc.http_status == 400 else exc.error_type
         return error_json(exc.http_status, exc.message, error_type)
+    except Exception as exc:
+        if is_unavailable(exc):
+            return error_json(503, UNAVAILABLE, "unavailable", headers={"Retry-After": "1"})
+        raise
     return json_response(tool_result(details))

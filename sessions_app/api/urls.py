@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import views
+from . import async_views, views
 
 urlpatterns = [
     path("sessions/", views.SessionsView.as_view(), name="sessions"),
@@ -15,6 +15,10 @@ urlpatterns = [
         views.TranscriptView.as_view(),
         name="session-transcript",
     ),
+    path("sessions/<str:key>/send/", async_views.session_send, name="session-send"),
+    path("runs/<str:run_id>/", async_views.run_detail, name="run-detail"),
+    path("runs/<str:run_id>/wait/", async_views.run_wait, name="run-wait"),
+    path("runs/<str:run_id>/abort/", async_views.run_abort, name="run-abort"),
     path("agents/", views.AgentsView.as_view(), name="agents"),
     path("agents/<str:agent_id>/", views.AgentDetailView.as_view(), name="agent-detail"),
     path("config/", views.ConfigView.as_view(), name="config"),

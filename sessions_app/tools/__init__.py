@@ -8,11 +8,22 @@ arguments and Refusal (Forbidden / NotFound) for a refusal.
 from .agents_list import agents_list
 from .sessions_history import sessions_history
 from .sessions_list import sessions_list
+from .sessions_send import sessions_send, sessions_send_async
 
 TOOLS = {
     "sessions_list": sessions_list,
     "sessions_history": sessions_history,
+    "sessions_send": sessions_send,
     "agents_list": agents_list,
 }
+# Tools that wait: async adapters call these instead, so the wait holds no thread.
+ASYNC_TOOLS = {"sessions_send": sessions_send_async}
 
-__all__ = ["TOOLS", "agents_list", "sessions_history", "sessions_list"]
+__all__ = [
+    "ASYNC_TOOLS",
+    "TOOLS",
+    "agents_list",
+    "sessions_history",
+    "sessions_list",
+    "sessions_send",
+]

@@ -94,7 +94,10 @@ def test_request_posts_model_and_omits_tools_when_none_offered(fake_openai):
     (request,) = fake_openai.requests
     assert request.path == "/v1/chat/completions"
     assert request.headers["content-type"] == "application/json"
-    assert request.body == {"model": "session-model", "messages": [{"role": "user", "content": "hi"}]}
+    assert request.body == {
+        "model": "session-model",
+        "messages": [{"role": "user", "content": "hi"}],
+    }
 
 
 def test_an_explicit_turn_model_wins_over_the_backend_default(fake_openai):

@@ -282,7 +282,10 @@ def test_the_redaction_decision_is_stored_with_the_message(agent_main, main_sess
     from sessions_app.models import Message
 
     add_messages(main_session, user("token=abcdefgh12345678"), user("nothing to see"))
-    assert list(Message.objects.order_by("seq").values_list("redact_needed", flat=True)) == [True, False]
+    assert list(Message.objects.order_by("seq").values_list("redact_needed", flat=True)) == [
+        True,
+        False,
+    ]
 
 
 def test_rows_of_unknown_status_are_still_redacted(agent_main, main_session):

@@ -18,6 +18,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true")
 
     def handle(self, *args, port, host, no_worker, **options):
+        from sessions_app.runs.sweeper import ensure_schedule
+
+        ensure_schedule()
         python = sys.executable
         children = [
             subprocess.Popen(

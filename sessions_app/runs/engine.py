@@ -1,0 +1,327 @@
+"""Running agent turns: start (in the caller's transaction), execute (on a worker), finish, follow up.
+
+A run's input message is appended when the run is created, in the same transaction, so a
+redelivered task can never append it twice; the reply is appended in the transaction that moves
+the run from running to ok, guarded by that conditional update, so it is stored exactly once and
+never after an abort or a timeout. Follow-up steps (ping-pong, announce, sub-agent report) are new
+runs created in that same transaction, enqueued after commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from datetime import timedelta
+from functools import partial
+
+from django.db import OperationalError, close_old_connections, connection, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .. import store
+from ..errors import Refusal, ToolError
+from ..identity import requester_for_session
+from ..models import Agent, Message, Run, Session
+from . import notify
+from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
+from .chain import Chain, current_run
+
+log = logging.getLogger("openclaw.runs")
+
+TASK = "sessions_app.runs.tasks.execute_run"
+HEARTBEAT_SECONDS = 5
+ABORT_CHECK_SECONDS = 0.5
+CONTEXT_MESSAGES = 50
+
+
+# --- starting ---------------------------------------------------------------------------------
+
+
+def enqueue(run_id) -> None:
+    from django_q.tasks import async_task
+
+    async_task(TASK, str(run_id), q_options={"task_name": f"run-{run_id}"})
+
+
+def start_run(
+    *,
+    session: Session,
+    kind: str,
+    message: str | None,
+    chain: Chain,
+    provenance: dict | None = None,
+    requester_key: str = "",
+    requester_channel: str = "",
+    extra_system_prompt: str = "",
+    parent_run: Run | None = None,
+    flow: dict | None = None,
+    timeout_seconds: int = 0,
+    model: str = "",
+    label: str = "",
+    idempotency_key: str = "",
+    deliver: bool = False,
+) -> Run:
+    """Append the input message and create a queued run; the task is enqueued after commit.
+
+    `message` None means the input is already in the transcript (ingest with run=true).
+    """
+    assert transaction.get_connection().in_atomic_block, "start_run needs the caller's transaction"
+    if message is not None:
+        payload = {"role": "user", "content": message}
+        if provenance:
+            payload["provenance"] = provenance
+        input_seq, _ = store.append_to_session(session, [store.read_message(0, payload)])
+    else:
+        input_seq = session.last_seq or None
+    now = timezone.now()
+    run = Run.objects.create(
+        session=session,
+        kind=kind,
+        requester_key=requester_key,
+        requester_channel=requester_channel,
+        parent_run=parent_run,
+        idempotency_key=idempotency_key,
+        message=message or "",
+        extra_system_prompt=extra_system_prompt,
+        model=model,
+        label=label,
+        flow=flow or {},
+        deliver=deliver,
+        timeout_seconds=timeout_seconds,
+        deadline=now + timedelta(seconds=timeout_seconds) if timeout_seconds else None,
+        input_seq=input_seq,
+        created_at=now,
+        **chain.as_fields(),
+    )
+    Session.objects.filter(pk=session.pk).update(run_status=Run.SESSION_STATUS[Run.QUEUED])
+    transaction.on_commit(partial(enqueue, run.id), robust=True)
+    return run
+
+
+# --- executing (the django-q2 task) -------------------------------------------------------------
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Heartbeat:
+    """Stamps heartbeat_at every few seconds from a thread while the turn runs, so the sweeper can
+    tell a slow model call from a dead worker. Dies with the process, which is the point."""
+
+    def __init__(self, run_id):
+        self.run_id = run_id
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{run_id}")
+
+    def _beat(self):
+        try:
+            while not self.stopped.wait(HEARTBEAT_SECONDS):
+                Run.objects.filter(pk=self.run_id, status=Run.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            connection.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(timeout=HEARTBEAT_SECONDS + 1)
+
+
+def execute_run(run_id: str) -> str:
+    """Execute one run. Safe to call twice (a redelivered task): only a queued run is claimed."""
+    if not connection.in_atomic_block:  # (tests run tasks inside their transaction)
+        close_old_connections()
+    if not Run.claim(run_id, worker=worker_name()):
+        return "skipped"
+    run = Run.objects.select_related("session", "session__agent").get(pk=run_id)
+    if run.deadline and timezone.now() >= run.deadline:
+        finish_run(run, Run.TIMEOUT, error=timeout_text(run))
+        return Run.TIMEOUT
+    try:
+        with Heartbeat(run.pk):
+            output = run_turn(run)
+    except TurnAborted as exc:
+        if str(exc) == "timeout":
+            finish_run(run, Run.TIMEOUT, error=timeout_text(run))
+            return Run.TIMEOUT
+        return Run.ABORTED  # the abort already finished the run
+    except BackendError as exc:
+        finish_run(run, Run.ERROR, error=str(exc) or "agent error")
+        return Run.ERROR
+    except Exception as exc:  # a bug must end the run, not leave it running for the sweeper
+        log.exception("run %s failed", run_id)
+        finish_run(run, Run.ERROR, error=f"internal error: {type(exc).__name__}: {exc}")
+        return Run.ERROR
+    return complete_run(run, output)
+
+
+def timeout_text(run: Run) -> str:
+    return f"run timed out after {run.timeout_seconds}s (runTimeoutSeconds)"
+
+
+def run_turn(run: Run) -> TurnOutput:
+    session = run.session
+    agent: Agent = session.agent
+    from .tool_specs import tools_for
+
+    turn = TurnInput(
+        session_key=session.key,
+        agent_id=agent.id,
+        kind=run.kind,
+        model=run.model or session.model,
+        backend=agent.backend or {"type": "scripted"},
+        messages=recent_messages(session),
+        extra_system_prompt=run.extra_system_prompt,
+        tools=tools_for(agent.tools_allow, agent.tools_deny, is_subagent=session.spawn_depth > 0),
+    )
+    return get_backend(turn.backend).run(
+        turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
+    )
+
+
+def recent_messages(session: Session) -> list[dict]:
+    from ..transcript import READ_COLUMNS, payload_from_values
+
+    rows = list(
+        Message.objects.filter(session=session)
+        .order_by("-seq")
+        .values_list(*READ_COLUMNS)[:CONTEXT_MESSAGES]
+    )
+    rows.reverse()
+    messages = []
+    for row in rows:
+        payload = payload_from_values(row)
+        payload.pop("__openclaw", None)
+        messages.append(payload)
+    return messages
+
+
+def abort_checker(run: Run):
+    state = {"checked": 0.0}
+
+    def check_abort():
+        if run.deadline and timezone.now() >= run.deadline:
+            raise TurnAborted("timeout")
+        now = time.monotonic()
+        if now - state["checked"] < ABORT_CHECK_SECONDS:
+            return
+        state["checked"] = now
+        status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        if status != Run.RUNNING:
+            raise TurnAborted("aborted")
+
+    return check_abort
+
+
+def call_tool(run: Run, name: str, arguments: dict) -> dict:
+    """A tool call made by the run's agent, as its own session, extending the run's chain."""
+    from ..tools import TOOLS
+
+    tool = TOOLS.get(name)
+    if tool is None:
+        return {"status": "error", "error": f"Tool not available: {name}"}
+    token = current_run.set(run)
+    try:
+        return tool(requester=requester_for_session(run.session), args=arguments)
+    except Refusal as exc:
+        return {"status": exc.status, "error": exc.message}
+    except ToolError as exc:
+        return {"status": "error", "error": exc.message}
+    finally:
+        current_run.reset(token)
+
+
+# --- finishing --------------------------------------------------------------------------------
+
+RETRIES = 5
+
+
+def retrying(operation):
+    """Run a finishing transaction again when the database refuses it for contention.
+
+    Follow-ups lock a second session (the requester's, for a reply step) while another run's
+    follow-up may lock the two the other way round; PostgreSQL then aborts one transaction with
+    "deadlock detected" (SQLite: "database is locked" past the busy timeout). The transaction
+    rolled back whole, so doing it again is safe.
+    """
+    for attempt in range(RETRIES):
+        try:
+            return operation()
+        except OperationalError as exc:
+            text = str(exc).lower()
+            if attempt == RETRIES - 1 or not (
+                "deadlock" in text or "locked" in text or "serializ" in text
+            ):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def complete_run(run: Run, output: TurnOutput) -> str:
+    """Store the reply and finish as ok, exactly once; discard it if the run was aborted meanwhile."""
+    try:
+        messages = [store.read_message(i, m) for i, m in enumerate(output.messages)]
+    except ToolError as exc:
+        finish_run(
+            run, Run.ERROR, error=f"the agent backend returned an invalid message: {exc.message}"
+        )
+        return Run.ERROR
+    with transaction.atomic():
+        if not run.mark_finished(Run.OK, reply=output.reply, usage=output.usage or None):
+            return "discarded"
+        if messages:
+            _, last = store.append_to_session(run.session, messages)
+            Run.objects.filter(pk=run.pk).update(reply_seq=last)
+            run.reply_seq = last
+        add_usage(run.session_id, output.usage)
+        after_finish(run)
+        transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
+    return Run.OK
+
+
+def finish_run(run: Run, status: str, *, error: str = "") -> bool:
+    """End a run that produced no reply (error, timeout, aborted) and run its follow-ups."""
+
+    def finish():
+        with transaction.atomic():
+            if not run.mark_finished(status, error=error):
+                return False
+            after_finish(run)
+            transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
+        return True
+
+    return retrying(finish)
+
+
+def abort_run(run: Run) -> bool:
+    """Abort a queued or running run (the worker notices within half a second)."""
+    return finish_run(run, Run.ABORTED, error="aborted")
+
+
+def add_usage(session_id: int, usage: dict | None) -> None:
+    if not usage:
+        return
+    tokens_in = int(usage.get("input") or 0)
+    tokens_out = int(usage.get("output") or 0)
+    total = int(usage.get("totalTokens") or tokens_in + tokens_out)
+    Session.objects.filter(pk=session_id).update(
+        input_tokens=Coalesce(F("input_tokens"), Value(0)) + tokens_in,
+        output_tokens=Coalesce(F("output_tokens"), Value(0)) + tokens_out,
+        total_tokens=Coalesce(F("total_tokens"), Value(0)) + total,
+    )
+
+
+def after_finish(run: Run) -> None:
+    """Follow-up steps, in the finishing transaction (so they are never lost between steps)."""
+    from . import flows
+
+    flows.after_finish(run)

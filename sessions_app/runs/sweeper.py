@@ -1,0 +1,92 @@
+"""The periodic sweep (a django-q2 schedule, every minute): ends runs whose worker died, times out
+runs past their deadline, re-enqueues runs whose task was lost, archives finished sub-agent
+sessions, and retries due deliveries. Every action is a conditional update: safe to run twice."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from ..models import GatewayConfig, Run, Session
+from . import engine
+
+log = logging.getLogger("openclaw.runs")
+
+SCHEDULE_NAME = "openclaw-sweep"
+# A running run's worker stamps heartbeat_at every 5 s; three missed beats and a margin mean it died.
+HEARTBEAT_TIMEOUT_SECONDS = getattr(settings, "RUN_HEARTBEAT_TIMEOUT_SECONDS", 30)
+# A queued run not picked up by then lost its task (a Redis broker drops in-flight tasks).
+REQUEUE_AFTER_SECONDS = getattr(settings, "RUN_REQUEUE_AFTER_SECONDS", 120)
+
+
+def dead_worker_text(seconds: int) -> str:
+    return (
+        f"the worker running this run stopped (no heartbeat for {seconds}s); the run was ended "
+        "and can be sent again"
+    )
+
+
+def sweep(*, now=None, heartbeat_timeout: int | None = None) -> dict:
+    now = now or timezone.now()
+    timeout = HEARTBEAT_TIMEOUT_SECONDS if heartbeat_timeout is None else heartbeat_timeout
+    counts = {"dead": 0, "timedOut": 0, "requeued": 0, "archived": 0, "deliveries": 0}
+
+    for run in Run.objects.filter(
+        status=Run.RUNNING, heartbeat_at__lt=now - timedelta(seconds=timeout)
+    ):
+        counts["dead"] += engine.finish_run(run, Run.ERROR, error=dead_worker_text(timeout))
+
+    overdue = Run.objects.filter(status__in=[Run.QUEUED, Run.RUNNING], deadline__lt=now)
+    for run in overdue:
+        counts["timedOut"] += engine.finish_run(run, Run.TIMEOUT, error=engine.timeout_text(run))
+
+    stale = Run.objects.filter(
+        status=Run.QUEUED, created_at__lt=now - timedelta(seconds=REQUEUE_AFTER_SECONDS)
+    )
+    for run_id in stale.values_list("pk", flat=True)[:500]:
+        engine.enqueue(run_id)
+        counts["requeued"] += 1
+
+    counts["archived"] = archive_finished_subagents(now=now)
+
+    from policies_app.delivery import retry_due_deliveries
+
+    counts["deliveries"] = retry_due_deliveries(now)
+    if any(counts.values()):
+        log.info("sweep: %s", counts)
+    return counts
+
+
+def archive_finished_subagents(*, now=None) -> int:
+    """Sub-agent sessions idle for archiveAfterMinutes with no run in flight (0 = never)."""
+    minutes = GatewayConfig.load().subagent_archive_after_minutes
+    if not minutes:
+        return 0
+    now = now or timezone.now()
+    cutoff_ms = int((now - timedelta(minutes=minutes)).timestamp() * 1000)
+    busy = Run.objects.filter(session=OuterRef("pk"), status__in=[Run.QUEUED, Run.RUNNING])
+    return (
+        Session.objects.active()
+        .filter(spawn_depth__gt=0, updated_at__lt=cutoff_ms)
+        .exclude(Exists(busy))
+        .update(archived_at=now)
+    )
+
+
+def ensure_schedule() -> None:
+    """Create or update the sweep schedule (idempotent; called from a migration and `serve`)."""
+    from django_q.models import Schedule
+
+    Schedule.objects.update_or_create(
+        name=SCHEDULE_NAME,
+        defaults={
+            "func": "sessions_app.runs.tasks.sweep",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 1,
+            "repeats": -1,
+        },
+    )
