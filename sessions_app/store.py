@@ -7,6 +7,7 @@ functions check the input and raise InvalidArgument / NotFound with messages nam
 from __future__ import annotations
 
 import math
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -540,9 +541,30 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
     run = body.get("run", False)
     if not isinstance(run, bool):
         raise InvalidArgument("run must be a boolean")
-    if run:
-        raise InvalidArgument("run=true needs the run engine, which this version does not have yet")
     messages = read_messages(body.get("messages"))
     session = get_session(key, settings=GatewayConfig.load().key_settings)
-    first, last = append_to_session(session, messages)
-    return {"appended": len(messages), "firstSeq": first, "lastSeq": last}
+    if not run:
+        first, last = append_to_session(session, messages)
+        return {"appended": len(messages), "firstSeq": first, "lastSeq": last}
+    # OpenClaw chat.send: the inbound message is kept whatever happens; the reply run is subject
+    # to the send policy.
+    from policies_app.send_policy import check_send, send_blocked_error
+
+    from .runs.chain import Chain
+    from .runs.engine import start_run
+
+    with transaction.atomic():
+        first, last = append_to_session(session, messages)
+        result = {"appended": len(messages), "firstSeq": first, "lastSeq": last}
+        session.refresh_from_db(fields=["last_seq"])
+        if not check_send(session).allowed:
+            result["run"] = {"status": "error", "error": send_blocked_error()}
+            return result
+        started = start_run(
+            session=session,
+            kind="ingest",
+            message=None,
+            chain=Chain(uuid.uuid4(), (session.agent_id,)),
+        )
+    result["run"] = {"status": "accepted", "runId": str(started.pk)}
+    return result

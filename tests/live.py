@@ -6,6 +6,7 @@ to it over real HTTP exactly as a client would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -139,18 +140,14 @@ class LiveWorker:
         """Ask the cluster to stop (it stops its own workers), then make sure the group is gone."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill()
 
     def kill(self):
         """Like a machine losing power: every process of the cluster, at once, no cleanup."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait()
 
 

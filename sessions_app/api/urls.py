@@ -19,6 +19,7 @@ urlpatterns = [
     path("runs/<str:run_id>/", async_views.run_detail, name="run-detail"),
     path("runs/<str:run_id>/wait/", async_views.run_wait, name="run-wait"),
     path("runs/<str:run_id>/abort/", async_views.run_abort, name="run-abort"),
+    path("spawn/", views.SpawnView.as_view(), name="spawn"),
     path("agents/", views.AgentsView.as_view(), name="agents"),
     path("agents/<str:agent_id>/", views.AgentDetailView.as_view(), name="agent-detail"),
     path("config/", views.ConfigView.as_view(), name="config"),

@@ -20,7 +20,7 @@ from ..identity import Requester, requester_for
 from ..models import GatewayConfig
 from ..resolve import resolve_session
 from ..rows import session_row
-from ..tools import agents_list, sessions_list
+from ..tools import agents_list, sessions_list, sessions_spawn
 from ..tools.sessions_history import MAX_LIMIT, history_page
 
 SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
@@ -220,6 +220,18 @@ class TranscriptView(APIView):
         )
         response["Content-Disposition"] = f'inline; filename="{session.session_id}.jsonl"'
         return response
+
+
+class SpawnView(APIView):
+    @extend_schema(
+        operation_id="sessions_spawn",
+        parameters=[REQUESTER_HEADER],
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, **ERROR},
+        description="sessions_spawn: the tool's arguments as the body; never blocks.",
+    )
+    def post(self, request):
+        return Response(sessions_spawn(requester=requester_of(request), args=json_body(request)))
 
 
 class AgentsView(APIView):

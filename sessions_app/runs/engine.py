@@ -179,7 +179,7 @@ def run_turn(run: Run) -> TurnOutput:
         kind=run.kind,
         model=run.model or session.model,
         backend=agent.backend or {"type": "scripted"},
-        messages=recent_messages(session),
+        messages=recent_messages(session, up_to=run.input_seq),
         extra_system_prompt=run.extra_system_prompt,
         tools=tools_for(agent.tools_allow, agent.tools_deny, is_subagent=session.spawn_depth > 0),
     )
@@ -188,14 +188,15 @@ def run_turn(run: Run) -> TurnOutput:
     )
 
 
-def recent_messages(session: Session) -> list[dict]:
+def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
+    """The transcript the turn sees: up to and including its own input message, so a turn never
+    answers what another run appended to the same session after it was started."""
     from ..transcript import READ_COLUMNS, payload_from_values
 
-    rows = list(
-        Message.objects.filter(session=session)
-        .order_by("-seq")
-        .values_list(*READ_COLUMNS)[:CONTEXT_MESSAGES]
-    )
+    rows = Message.objects.filter(session=session)
+    if up_to is not None:
+        rows = rows.filter(seq__lte=up_to)
+    rows = list(rows.order_by("-seq").values_list(*READ_COLUMNS)[:CONTEXT_MESSAGES])
     rows.reverse()
     messages = []
     for row in rows:

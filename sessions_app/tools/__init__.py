@@ -9,11 +9,13 @@ from .agents_list import agents_list
 from .sessions_history import sessions_history
 from .sessions_list import sessions_list
 from .sessions_send import sessions_send, sessions_send_async
+from .sessions_spawn import sessions_spawn
 
 TOOLS = {
     "sessions_list": sessions_list,
     "sessions_history": sessions_history,
     "sessions_send": sessions_send,
+    "sessions_spawn": sessions_spawn,
     "agents_list": agents_list,
 }
 # Tools that wait: async adapters call these instead, so the wait holds no thread.
