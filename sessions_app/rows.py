@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from urllib.parse import quote
 
 from . import keys
 from .models import Session
+
+# The columns a list row needs: pages read these with .values() into light objects, which costs
+# a fraction of building 200 Session models.
+ROW_FIELDS = (
+    "id", "key", "kind", "row_channel", "agent_id", "label", "display_name", "model",
+    "thinking_level", "verbose_level", "send_policy", "delivery_context", "last_channel",
+    "last_to", "last_account_id", "last_thread_id", "updated_at", "session_id", "context_tokens",
+    "total_tokens", "input_tokens", "output_tokens", "system_sent", "aborted_last_run",
+    "spawned_by", "spawn_depth", "archived_at", "run_status", "last_seq",
+)  # fmt: skip
+
+
+def light_rows(queryset) -> list[SimpleNamespace]:
+    """Session-like objects (the attributes session_row() and last_messages() read)."""
+    rows = []
+    for values in queryset.values(*ROW_FIELDS):
+        row = SimpleNamespace(**values)
+        row.pk = values["id"]
+        row.archived = values["archived_at"] is not None
+        rows.append(row)
+    return rows
 
 
 def transcript_path(key: str) -> str:
@@ -14,7 +36,7 @@ def transcript_path(key: str) -> str:
 
 
 def session_row(
-    session: Session,
+    session: Session | SimpleNamespace,
     *,
     settings: keys.KeySettings,
     children: list[str] | None = None,

@@ -132,8 +132,9 @@ _JSON_COLUMNS = tuple(
 
 def _last_rows_postgresql(wanted: list[Session], count: int) -> list[tuple]:
     """(session_id, *READ_COLUMNS) rows; jsonb arrives as text and is decoded here (orjson),
-    which is several times cheaper than model instances for a page of a thousand messages."""
-    columns = ", ".join(f"m.{c}" for c in READ_COLUMNS)
+    which is several times cheaper than model instances for a page of a thousand messages.
+    `usage` is not decoded: list previews are sanitised, which drops it."""
+    columns = ", ".join("NULL" if c == "usage" else f"m.{c}" for c in READ_COLUMNS)
     with connection.cursor() as cursor:
         cursor.execute(_LAST_N_LATERAL.format(columns=columns), [[s.pk for s in wanted], count])
         raw_rows = cursor.fetchall()

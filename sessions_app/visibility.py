@@ -150,4 +150,8 @@ def visible_q(policy: Policy, *, agent_ids: list[str] | None = None) -> Q:
         for a in (agent_ids or [])
         if a != policy.requester_agent and a2a_allowed(policy, policy.requester_agent, a)
     ]
+    if agent_ids and len(others) == len(set(agent_ids) - {policy.requester_agent}):
+        # Every agent is visible: no filter at all, so the list walks the activity index instead
+        # of sorting every visible session (an OR over agents defeats the index).
+        return Q()
     return own | Q(agent_id__in=others) if others else own

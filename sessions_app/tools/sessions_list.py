@@ -8,7 +8,7 @@ from .. import keys, transcript, visibility
 from ..args import Args
 from ..identity import Requester
 from ..models import Agent, Session, now_ms
-from ..rows import session_row
+from ..rows import light_rows, session_row
 
 ARGS = frozenset(
     {
@@ -75,7 +75,7 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     if search:
         qs = qs.filter(search_q(search))
 
-    page = list(qs.by_activity()[offset : offset + limit_applied + 1])
+    page = light_rows(qs.by_activity()[offset : offset + limit_applied + 1])
     has_more = len(page) > limit_applied
     page = page[:limit_applied]
 

@@ -222,3 +222,10 @@ def test_error_texts_per_action(action, prefix, disabled, denied):
     assert check(_policy(a2a_enabled=False), RESEARCH) == disabled
     assert check(_policy(a2a_allow=("main",)), RESEARCH) == denied
     assert check(_policy(), RESEARCH) is None
+
+
+def test_when_every_agent_is_visible_the_list_has_no_agent_filter():
+    everyone = _policy(a2a_allow=())
+    assert visibility.visible_q(everyone, agent_ids=["main", "research"]) == visibility.Q()
+    some = _policy(a2a_allow=("main", "research"))
+    assert visibility.visible_q(some, agent_ids=["main", "research", "other"]) != visibility.Q()
