@@ -11,19 +11,53 @@ MINUTE = 60_000
 SUBAGENT_ID = "5d0c3a52-8f1e-4c7e-9a8e-1f2b3c4d5e6f"
 HOOK_ID = "0b9e7f1a-2c3d-4e5f-8a9b-0c1d2e3f4a5b"
 
+# Scripted agents whose replies read well in the README's send and spawn: each ends the reply
+# loop at once (REPLY_SKIP) and says something in the announce step.
+QUIET_LOOP = {"match": ".*", "on": ["step"], "reply": "REPLY_SKIP"}
 AGENTS = {
     "main": {
         "name": "Main assistant",
         "description": "Answers the team in chat and delegates research.",
         "model": "scripted/echo",
-        "backend": {"type": "scripted", "rules": [{"match": "(?i)ping", "reply": "pong"}]},
+        "backend": {
+            "type": "scripted",
+            "rules": [
+                QUIET_LOOP,
+                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
+                {"match": "(?i)ping", "reply": "pong"},
+            ],
+        },
         "subagents": {"allowAgents": ["research"]},
     },
     "research": {
         "name": "Research agent",
         "description": "Looks things up and reports back.",
         "model": "scripted/echo",
-        "backend": {"type": "scripted"},
+        "backend": {
+            "type": "scripted",
+            "rules": [
+                QUIET_LOOP,
+                {
+                    "match": "Sub-agent announce",
+                    "on": ["announce"],
+                    "reply": "Nothing urgent; details in the result.",
+                },
+                {
+                    "match": ".*",
+                    "on": ["announce"],
+                    "reply": "Research desk answered a question from another agent.",
+                },
+                {
+                    "match": "(?i)sqlite",
+                    "reply": "SQLite 3.47 is the latest release in my notes; WAL mode is the default we use.",
+                },
+                {
+                    "match": ".*",
+                    "on": ["spawn"],
+                    "reply": "Summary of '{input}': 4 unread, one invoice, nothing urgent.",
+                },
+            ],
+        },
     },
     "ops": {
         "name": "Ops bot",
