@@ -543,6 +543,9 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
         raise InvalidArgument("run must be a boolean")
     messages = read_messages(body.get("messages"))
     session = get_session(key, settings=GatewayConfig.load().key_settings)
+    command = send_command_of(messages)
+    if command is not None:
+        return apply_send_command(session, messages, command)
     if not run:
         first, last = append_to_session(session, messages)
         return {"appended": len(messages), "firstSeq": first, "lastSeq": last}
@@ -568,3 +571,48 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
         )
     result["run"] = {"status": "accepted", "runId": str(started.pk)}
     return result
+
+
+# --- the owner-only /send command (reference §6) ---------------------------------------------
+
+
+def send_command_of(messages: list[Message]):
+    """The /send command of a standalone message from the owner, or None.
+
+    A gateway marks its owner's messages with `senderIsOwner: true` (kept with the message);
+    a /send from anyone else is an ordinary message, as OpenClaw ignores it.
+    """
+    from policies_app.policy import parse_send_command
+
+    if len(messages) != 1 or messages[0].role != "user":
+        return None
+    message = messages[0]
+    if message.extra.get("senderIsOwner") is not True:
+        return None
+    content = message.content
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
+        content = content[0].get("text") if content[0].get("type") == "text" else None
+    return parse_send_command(content) if isinstance(content, str) else None
+
+
+def apply_send_command(session: Session, messages: list[Message], command) -> dict:
+    """Store the command and OpenClaw's reply; set the override (no agent run: it is a command)."""
+    reply = read_message(
+        0,
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": command.reply}],
+            "provenance": {"kind": "internal_system", "sourceTool": "send_command"},
+        },
+    )
+    with transaction.atomic():
+        first, last = append_to_session(session, [*messages, reply])
+        if command.policy is not None:
+            set_send_policy(session=session, policy=command.policy or None)
+    session.refresh_from_db(fields=["send_policy"])
+    return {
+        "appended": len(messages) + 1,
+        "firstSeq": first,
+        "lastSeq": last,
+        "command": {"reply": command.reply, "sendPolicy": session.send_policy or "inherit"},
+    }
