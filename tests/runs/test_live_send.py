@@ -134,3 +134,34 @@ def test_twenty_concurrent_sends_leave_contiguous_seqs(world):
     )
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) >= 40
     assert len(set(r["runId"] for r in results)) == 20
+
+
+def test_a_spawned_sub_agent_reports_back_through_a_worker(world):
+    server, _, token = world
+    make_agent("main", subagents={"allowAgents": ["research"]})
+    make_agent(
+        "research",
+        backend={
+            "type": "scripted",
+            "rules": [
+                {"match": ".*", "on": ["announce"], "reply": "Nothing else to add."},
+                {"match": ".*", "on": ["spawn"], "reply": "Three papers found."},
+            ],
+        },
+    )
+    body = {"tool": "sessions_spawn", "args": {"task": "Find papers", "agentId": "research"}}
+    details = server.request("POST", "/tools/invoke", body=body, token=token).json()["result"][
+        "details"
+    ]
+    assert details["status"] == "accepted"
+    report = wait_until(
+        lambda: Message.objects.filter(
+            session__key="agent:main:main", provenance__sourceTool="sessions_spawn"
+        ).first()
+    )
+    assert report.content.splitlines()[:3] == [
+        "Status: success",
+        "Result: Three papers found.",
+        "Notes: Nothing else to add.",
+    ]
+    assert Run.objects.get(pk=details["runId"]).worker  # the child ran in the worker process
