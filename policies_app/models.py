@@ -311,3 +311,27 @@ class Delivery(models.Model):
             next_attempt_at=now,
             updated_at=now,
         )
+
+
+# --- History --------------------------------------------------------------------------------
+
+
+class SendPolicyChange(models.Model):
+    """One saved edit of the send policy: who, when, and what changed (see `history.py`)."""
+
+    user = models.ForeignKey(
+        "auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Kept as text too, so the history still names a user who has since been deleted.
+    username = models.CharField(max_length=150, blank=True)
+    changed_at = models.DateTimeField(default=timezone.now)
+    summary = models.TextField()
+    before = models.JSONField(default=dict)
+    after = models.JSONField(default=dict)
+
+    class Meta:
+        verbose_name = "send policy change"
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self):
+        return f"{self.changed_at:%Y-%m-%d %H:%M} {self.username or '?'}: {self.summary}"
