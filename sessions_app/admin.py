@@ -1,0 +1,716 @@
+"""The operator console. A thin adapter (STYLE.md rule 1): every write goes through the function
+the API uses — store.set_send_policy, Session.archive/restore, engine.abort_run,
+agents.upsert_agent, config.update_config, ApiKey.generate/revoke.
+
+Session data, transcripts and runs are read-only here: the change pages show them and offer
+actions, never a save. Messages are not registered at all, so they cannot be edited or deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpResponseRedirect, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from . import config, store, transcript
+from .admin_forms import AgentForm, ApiKeyCreateForm, GatewayConfigForm
+from .agents import upsert_agent
+from .errors import InvalidArgument
+from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session
+from .runs import engine
+from .runs.backends import TurnInput, get_backend
+
+# Change pages that only show data: no Save buttons.
+READ_ONLY_PAGE = {
+    "show_save": False,
+    "show_save_and_continue": False,
+    "show_save_and_add_another": False,
+    "show_delete": False,
+}
+
+
+def ms_to_datetime(ms: int | None) -> datetime | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+class ActionsNeedChangeMixin:
+    """A POSTed list action from a user without change permission is refused outright (403),
+    rather than answered with Django's "No action selected" redirect."""
+
+    def changelist_view(self, request, extra_context=None):
+        if (
+            request.method == "POST"
+            and "action" in request.POST
+            and not self.has_change_permission(request)
+        ):
+            raise PermissionDenied
+        return super().changelist_view(request, extra_context)
+
+
+class ReadOnlyModelAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
+    """Every model field read-only; no add, no delete. Change permission only gates actions."""
+
+    def get_readonly_fields(self, request, obj=None):
+        own = [f.name for f in self.model._meta.fields]
+        return [*own, *self.readonly_fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method == "POST":
+            # Nothing on these pages is saved; actions have their own URLs.
+            raise PermissionDenied
+        return super().change_view(
+            request, object_id, form_url, {**READ_ONLY_PAGE, **(extra_context or {})}
+        )
+
+    def require_change(self, request, obj=None):
+        if not self.has_change_permission(request, obj):
+            raise PermissionDenied
+
+
+# --- Sessions -------------------------------------------------------------------------------
+
+
+class ArchivedFilter(admin.SimpleListFilter):
+    title = "archived"
+    parameter_name = "archived"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "archived"), ("no", "active")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.archived()
+        if self.value() == "no":
+            return queryset.active()
+        return queryset
+
+
+class ActiveWithinFilter(admin.SimpleListFilter):
+    title = "active in the last"
+    parameter_name = "active_minutes"
+
+    def lookups(self, request, model_admin):
+        return [("5", "5 minutes"), ("60", "hour"), ("1440", "day")]
+
+    def queryset(self, request, queryset):
+        if self.value() in {"5", "60", "1440"}:
+            since = timezone.now() - timedelta(minutes=int(self.value()))
+            return queryset.filter(updated_at__gte=int(since.timestamp() * 1000))
+        return queryset
+
+
+class SendPolicyFilter(admin.SimpleListFilter):
+    title = "send policy"
+    parameter_name = "send_policy"
+
+    def lookups(self, request, model_admin):
+        return [("allow", "allow"), ("deny", "deny"), ("inherit", "inherit")]
+
+    def queryset(self, request, queryset):
+        if self.value() in {"allow", "deny"}:
+            return queryset.filter(send_policy=self.value())
+        if self.value() == "inherit":
+            return queryset.filter(send_policy="")
+        return queryset
+
+
+def _set_policy_action(policy: str):
+    def action(modeladmin, request, queryset):
+        for session in queryset:
+            store.set_send_policy(session=session, policy=policy)
+        modeladmin.message_user(
+            request, f"Send policy set to {policy} on {queryset.count()} session(s)."
+        )
+
+    action.__name__ = f"set_send_policy_{policy}"
+    return admin.action(description=f"Set send policy: {policy}", permissions=["change"])(action)
+
+
+@admin.register(Session)
+class SessionAdmin(ReadOnlyModelAdmin):
+    list_display = [
+        "key",
+        "kind",
+        "row_channel",
+        "agent",
+        "updated",
+        "is_archived",
+        "send_policy_display",
+        "run_status",
+    ]
+    list_filter = [
+        "kind",
+        "row_channel",
+        "agent",
+        ArchivedFilter,
+        ActiveWithinFilter,
+        SendPolicyFilter,
+    ]
+    search_fields = ["key", "label", "display_name", "session_id"]
+    list_select_related = ["agent"]
+    ordering = ["-updated_at", "-id"]
+    readonly_fields = ["updated"]
+    actions = [
+        "archive_sessions",
+        "restore_sessions",
+        _set_policy_action("allow"),
+        _set_policy_action("deny"),
+        _set_policy_action("inherit"),
+        "export_jsonl",
+    ]
+    TRANSCRIPT_PAGE = 50
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, session):
+        return ms_to_datetime(session.updated_at)
+
+    @admin.display(description="archived", boolean=True, ordering="archived_at")
+    def is_archived(self, session):
+        return session.archived
+
+    @admin.display(description="send policy", ordering="send_policy")
+    def send_policy_display(self, session):
+        return session.send_policy or "inherit"
+
+    @admin.action(description="Archive", permissions=["change"])
+    def archive_sessions(self, request, queryset):
+        for session in queryset:
+            session.archive()
+        self.message_user(request, f"Archived {queryset.count()} session(s).")
+
+    @admin.action(description="Restore", permissions=["change"])
+    def restore_sessions(self, request, queryset):
+        for session in queryset:
+            session.restore()
+        self.message_user(request, f"Restored {queryset.count()} session(s).")
+
+    @admin.action(description="Export JSONL (one session)", permissions=["change"])
+    def export_jsonl(self, request, queryset):
+        # One transcript per download: a JSONL file has one session header.
+        if queryset.count() != 1:
+            self.message_user(
+                request, "Select exactly one session to export as JSONL.", messages.WARNING
+            )
+            return None
+        return self.jsonl_response(queryset.get())
+
+    @staticmethod
+    def jsonl_response(session: Session) -> StreamingHttpResponse:
+        response = StreamingHttpResponse(
+            transcript.export_jsonl(session), content_type="application/x-ndjson"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{session.session_id}.jsonl"'
+        return response
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:pk>/archive/", wrap(self.archive_view), name="sessions_app_session_archive"),
+            path("<int:pk>/restore/", wrap(self.restore_view), name="sessions_app_session_restore"),
+            path(
+                "<int:pk>/send-policy/",
+                wrap(self.send_policy_view),
+                name="sessions_app_session_send_policy",
+            ),
+            path(
+                "<int:pk>/export.jsonl", wrap(self.export_view), name="sessions_app_session_export"
+            ),
+            *super().get_urls(),
+        ]
+
+    def _back(self, session):
+        return HttpResponseRedirect(reverse("admin:sessions_app_session_change", args=[session.pk]))
+
+    def _session_for_change(self, request, pk) -> Session:
+        session = get_object_or_404(Session, pk=pk)
+        self.require_change(request, session)
+        return session
+
+    def archive_view(self, request, pk):
+        if request.method != "POST":
+            raise PermissionDenied
+        session = self._session_for_change(request, pk)
+        session.archive()
+        self.message_user(request, "Session archived.")
+        return self._back(session)
+
+    def restore_view(self, request, pk):
+        if request.method != "POST":
+            raise PermissionDenied
+        session = self._session_for_change(request, pk)
+        session.restore()
+        self.message_user(request, "Session restored.")
+        return self._back(session)
+
+    def send_policy_view(self, request, pk):
+        if request.method != "POST":
+            raise PermissionDenied
+        session = self._session_for_change(request, pk)
+        try:
+            store.set_send_policy(session=session, policy=request.POST.get("policy"))
+        except InvalidArgument as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+        else:
+            self.message_user(request, f"Send policy: {session.send_policy or 'inherit'}.")
+        return self._back(session)
+
+    def export_view(self, request, pk):
+        return self.jsonl_response(self._session_for_change(request, pk))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        session = self.get_object(request, object_id)
+        extra = {}
+        if session is not None:
+            extra = {
+                "transcript_page": self.transcript_page(session, request.GET.get("page")),
+                "subagent_tree": self.subagent_tree(session),
+                "can_act": self.has_change_permission(request, session),
+            }
+        return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
+
+    def transcript_page(self, session: Session, page_number):
+        """Newest messages first, 50 a page; tool calls and results prepared for <details>."""
+        rows = Message.objects.filter(session=session).order_by("-seq")
+        page = Paginator(rows, self.TRANSCRIPT_PAGE).get_page(page_number)
+        page.entries = [transcript_entry(message) for message in page.object_list]
+        return page
+
+    @staticmethod
+    def subagent_tree(session: Session) -> list[dict]:
+        """Sessions spawned by this one, each with its own children (one level down)."""
+        children = list(Session.objects.filter(spawned_by=session.key).order_by("created_at"))
+        grandchildren: dict[str, list[Session]] = {}
+        if children:
+            for child in Session.objects.filter(spawned_by__in=[c.key for c in children]).order_by(
+                "created_at"
+            ):
+                grandchildren.setdefault(child.spawned_by, []).append(child)
+        return [{"session": c, "children": grandchildren.get(c.key, [])} for c in children]
+
+
+def transcript_entry(message: Message) -> dict:
+    """One message for the template: its text, its tool calls/results as pretty JSON, and its
+    provenance when it came from another session."""
+    content = message.content
+    texts: list[str] = []
+    tools: list[dict] = []
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(str(block.get("text", "")))
+            elif kind == "toolCall":
+                tools.append(
+                    {
+                        "title": f"toolCall {block.get('name', '')}",
+                        "json": json.dumps(block, indent=2, ensure_ascii=False),
+                    }
+                )
+            else:
+                tools.append({"title": kind, "json": json.dumps(block, indent=2)})
+    is_tool_result = message.role == transcript.TOOL_RESULT
+    if is_tool_result:
+        tools = [
+            {
+                "title": f"toolResult {message.tool_name} ({message.tool_call_id})",
+                "json": json.dumps(message.to_transcript(), indent=2, ensure_ascii=False),
+            }
+        ]
+        texts = []
+    provenance = message.provenance if isinstance(message.provenance, dict) else None
+    return {
+        "seq": message.seq,
+        "role": message.role,
+        "timestamp": ms_to_datetime(message.timestamp),
+        "text": "\n".join(texts),
+        "tools": tools,
+        "provenance": provenance,
+        "inter_session": bool(provenance and provenance.get("kind") == "inter_session"),
+    }
+
+
+# --- Runs -----------------------------------------------------------------------------------
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyModelAdmin):
+    list_display = ["id", "session", "kind", "status", "created_at", "runtime", "error_short"]
+    list_filter = ["status", "kind"]
+    search_fields = ["id", "session__key", "chain_id"]
+    list_select_related = ["session"]
+    ordering = ["-created_at"]
+    readonly_fields = ["runtime", "parent_link", "child_runs_list", "abort_button"]
+    actions = ["abort_runs"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "id",
+                    "session",
+                    "kind",
+                    "status",
+                    "abort_button",
+                    "message",
+                    "reply",
+                    "error",
+                ]
+            },
+        ),
+        ("Chain", {"fields": ["chain_id", "chain_agents", "parent_link", "child_runs_list"]}),
+        (
+            "Timing",
+            {
+                "fields": [
+                    "created_at",
+                    "started_at",
+                    "heartbeat_at",
+                    "finished_at",
+                    "runtime",
+                    "deadline",
+                    "timeout_seconds",
+                    "attempts",
+                    "worker",
+                ]
+            },
+        ),
+        (
+            "More",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "requester_key",
+                    "requester_channel",
+                    "idempotency_key",
+                    "extra_system_prompt",
+                    "model",
+                    "label",
+                    "flow",
+                    "deliver",
+                    "input_seq",
+                    "reply_seq",
+                    "usage",
+                ],
+            },
+        ),
+    ]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Run._meta.fields if f.name != "parent_run"] + self.readonly_fields
+
+    def get_fieldsets(self, request, obj=None):
+        if self.has_change_permission(request, obj):
+            return self.fieldsets
+        # Viewers see the run without its Abort button.
+        (name, options), *rest = self.fieldsets
+        fields = [f for f in options["fields"] if f != "abort_button"]
+        return [(name, {**options, "fields": fields}), *rest]
+
+    @admin.display(description="runtime")
+    def runtime(self, run):
+        return f"{run.runtime_ms} ms" if run.runtime_ms is not None else "—"
+
+    @admin.display(description="error")
+    def error_short(self, run):
+        return run.error[:80]
+
+    @admin.display(description="parent run")
+    def parent_link(self, run):
+        if run.parent_run_id is None:
+            return "—"
+        url = reverse("admin:sessions_app_run_change", args=[run.parent_run_id])
+        return format_html('<a href="{}">{}</a>', url, run.parent_run_id)
+
+    @admin.display(description="child runs")
+    def child_runs_list(self, run):
+        children = run.child_runs.select_related("session").order_by("created_at")
+        if not children:
+            return "—"
+        return format_html_join(
+            "",
+            '<div><a href="{}">{}</a> {} · {} · {}</div>',
+            (
+                (
+                    reverse("admin:sessions_app_run_change", args=[c.pk]),
+                    c.pk,
+                    c.kind,
+                    c.status,
+                    c.session.key,
+                )
+                for c in children
+            ),
+        )
+
+    @admin.display(description="abort")
+    def abort_button(self, run):
+        if run.finished:
+            return "—"
+        url = reverse("admin:sessions_app_run_abort", args=[run.pk])
+        # formaction: submits the surrounding admin form (with its CSRF token) to the abort view.
+        return format_html(
+            '<button type="submit" formaction="{}" formmethod="post" class="button">Abort</button>',
+            url,
+        )
+
+    @admin.action(description="Abort", permissions=["change"])
+    def abort_runs(self, request, queryset):
+        aborted = sum(1 for run in queryset if engine.abort_run(run))
+        self.message_user(request, f"Aborted {aborted} run(s).")
+
+    def get_urls(self):
+        return [
+            path(
+                "<uuid:pk>/abort/",
+                self.admin_site.admin_view(self.abort_view),
+                name="sessions_app_run_abort",
+            ),
+            *super().get_urls(),
+        ]
+
+    def abort_view(self, request, pk):
+        if request.method != "POST":
+            raise PermissionDenied
+        run = get_object_or_404(Run, pk=pk)
+        self.require_change(request, run)
+        if engine.abort_run(run):
+            self.message_user(request, "Run aborted.")
+        else:
+            self.message_user(request, f"Run already {run.status}.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:sessions_app_run_change", args=[run.pk]))
+
+
+# --- Agents ---------------------------------------------------------------------------------
+
+
+@admin.register(Agent)
+class AgentAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
+    form = AgentForm
+    list_display = ["id", "name", "backend_type", "sandboxed", "allow_agents", "test_button"]
+    search_fields = ["id", "name"]
+    readonly_fields = ["test_button"]
+    TEST_PROMPT = "Hello from the admin backend test"
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["id", "test_button"] if obj is not None else []
+
+    def get_fields(self, request, obj=None):
+        fields = list(AgentForm.Meta.fields)
+        if obj is not None and self.has_change_permission(request, obj):
+            fields.append("test_button")
+        return fields
+
+    def get_list_display(self, request):
+        if self.has_change_permission(request):
+            return self.list_display
+        return [name for name in self.list_display if name != "test_button"]
+
+    def has_delete_permission(self, request, obj=None):
+        # Sessions protect their agent (on_delete=PROTECT); there is no API to delete agents.
+        return False
+
+    @admin.display(description="backend")
+    def backend_type(self, agent):
+        return (agent.backend or {}).get("type", "scripted")
+
+    @admin.display(description="test backend")
+    def test_button(self, agent):
+        if agent is None or agent.pk is None:
+            return "—"
+        url = reverse("admin:sessions_app_agent_test_backend", args=[agent.pk])
+        # formaction: submits the surrounding admin form (with its CSRF token) to the test view.
+        return format_html(
+            '<button type="submit" formaction="{}" formmethod="post" name="_test_backend" '
+            'value="1" class="button">Test backend</button>',
+            url,
+        )
+
+    def save_model(self, request, obj, form, change):
+        upsert_agent(api_key=None, agent_id=obj.id, data=form.api_data())
+        obj.refresh_from_db()
+
+    def get_urls(self):
+        return [
+            path(
+                "<str:pk>/test-backend/",
+                self.admin_site.admin_view(self.test_backend_view),
+                name="sessions_app_agent_test_backend",
+            ),
+            *super().get_urls(),
+        ]
+
+    def test_backend_view(self, request, pk):
+        if request.method != "POST":
+            raise PermissionDenied
+        agent = get_object_or_404(Agent, pk=pk)
+        if not self.has_change_permission(request, agent):
+            raise PermissionDenied
+        ok, text = self.test_backend(agent, request.POST.get("prompt") or self.TEST_PROMPT)
+        self.message_user(
+            request,
+            f"Backend test of {agent.id}: {text}",
+            messages.SUCCESS if ok else messages.ERROR,
+        )
+        return HttpResponseRedirect(reverse("admin:sessions_app_agent_change", args=[agent.pk]))
+
+    @staticmethod
+    def test_backend(agent: Agent, prompt: str) -> tuple[bool, str]:
+        """One prompt through the agent's backend, synchronously, with no tools and no session."""
+        turn = TurnInput(
+            session_key=f"agent:{agent.id}:admin-backend-test",
+            agent_id=agent.id,
+            kind="send",
+            model=agent.model,
+            backend=agent.backend,
+            messages=[{"role": "user", "content": prompt}],
+        )
+        try:
+            output = get_backend(agent.backend).run(
+                turn,
+                call_tool=lambda name, args: {
+                    "status": "error",
+                    "error": "tools are not available in a backend test",
+                },
+                check_abort=lambda: None,
+            )
+        except Exception as exc:  # noqa: BLE001 — any backend failure is the answer shown
+            return False, f"error: {exc}"
+        return True, f"reply: {output.reply}"
+
+
+# --- Gateway settings -----------------------------------------------------------------------
+
+
+@admin.register(GatewayConfig)
+class GatewayConfigAdmin(admin.ModelAdmin):
+    form = GatewayConfigForm
+    fields = [s.field for s in config.SETTINGS]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        # One row: the list is its change page.
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        pk = GatewayConfig.load().pk
+        return HttpResponseRedirect(reverse("admin:sessions_app_gatewayconfig_change", args=[pk]))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        GatewayConfig.load()
+        return super().change_view(
+            request,
+            object_id,
+            form_url,
+            {"show_save_and_add_another": False, **(extra_context or {})},
+        )
+
+    def save_model(self, request, obj, form, change):
+        changes = form.changes()
+        if changes:
+            config.update_config(api_key=None, changes=changes)
+        obj.refresh_from_db()
+
+
+# --- API keys -------------------------------------------------------------------------------
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
+    list_display = [
+        "lookup_prefix",
+        "name",
+        "scope",
+        "agent",
+        "session_key",
+        "sandboxed",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["scope", "sandboxed"]
+    search_fields = ["name", "lookup", "session_key"]
+    list_select_related = ["agent"]
+    ordering = ["-created_at"]
+    actions = ["revoke_keys"]
+
+    @admin.display(description="key", ordering="lookup")
+    def lookup_prefix(self, key):
+        return f"{ApiKey.PREFIX}_{key.lookup}_…"
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = ApiKeyCreateForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ApiKeyCreateForm.Meta.fields
+        return [
+            "lookup_prefix",
+            "name",
+            "scope",
+            "agent",
+            "session_key",
+            "sandboxed",
+            "created_at",
+            "last_used_at",
+            "revoked_at",
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        # Keys never change after creation; only revoke (an action) does.
+        return [] if obj is None else self.get_fields(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # revoke instead, so last use and revocation stay visible
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method == "POST":
+            raise PermissionDenied
+        return super().change_view(
+            request, object_id, form_url, {**READ_ONLY_PAGE, **(extra_context or {})}
+        )
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            raise PermissionDenied
+        row, plaintext = ApiKey.generate(**form.generate_fields())
+        obj.pk = row.pk
+        for field in ("lookup", "secret_hash", "created_at"):
+            setattr(obj, field, getattr(row, field))
+        obj._state.adding = False
+        # Shown once: messages are consumed by the next page that renders them.
+        self.message_user(
+            request,
+            f"API key created. Copy it now, it will not be shown again: {plaintext}",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Revoke", permissions=["change"])
+    def revoke_keys(self, request, queryset):
+        for key in queryset:
+            key.revoke()
+        self.message_user(request, f"Revoked {queryset.count()} key(s).")

@@ -1,0 +1,188 @@
+"""Admin forms. They validate with the same functions the API uses (agents.clean_backend,
+config.clean_value); the admin then saves through agents.upsert_agent / config.update_config /
+ApiKey.generate, never by saving the form's instance."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from . import config, keys
+from .agents import clean_backend
+from .errors import InvalidArgument
+from .models import Agent, ApiKey, GatewayConfig
+
+
+def split_list(text: str) -> list[str]:
+    """ "a, b\nc" -> ["a", "b", "c"] (lists are edited as comma- or line-separated text)."""
+    return [part.strip() for part in (text or "").replace("\n", ",").split(",") if part.strip()]
+
+
+class ListField(forms.CharField):
+    """A list of strings edited as comma-separated text."""
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return ", ".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value):
+        if isinstance(value, list):
+            return value
+        return split_list(super().to_python(value))
+
+
+# --- Agents ---------------------------------------------------------------------------------
+
+
+class AgentForm(forms.ModelForm):
+    """The fields of api.md §5 (`PUT /api/v1/agents/{id}/`), labelled by their OpenClaw names."""
+
+    backend = forms.JSONField(
+        required=False,
+        label="backend",
+        help_text='{"type": "scripted", "rules": [...]} or {"type": "openai", "baseUrl": ..., '
+        '"model": ..., "apiKeyEnv": ...}. Empty: scripted.',
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 80}),
+    )
+    allow_agents = ListField(
+        required=False,
+        label="subagents.allowAgents",
+        help_text='Agent ids this agent may spawn under, comma-separated; "*" allows any.',
+    )
+    tools_allow = ListField(required=False, label="tools.allow", help_text="Comma-separated.")
+    tools_deny = ListField(required=False, label="tools.deny", help_text="Comma-separated.")
+
+    class Meta:
+        model = Agent
+        fields = [
+            "id",
+            "name",
+            "description",
+            "model",
+            "backend",
+            "allow_agents",
+            "sandboxed",
+            "tools_allow",
+            "tools_deny",
+        ]
+
+    def clean_id(self):
+        agent_id = (self.cleaned_data.get("id") or "").strip()
+        normalized = keys.normalize_agent_id(agent_id)
+        if normalized != agent_id:
+            raise forms.ValidationError(
+                f"agent id must be lowercase letters, digits, - and _ (try {normalized})"
+            )
+        return agent_id
+
+    def clean_backend(self):
+        try:
+            return clean_backend(self.cleaned_data.get("backend"))
+        except InvalidArgument as exc:
+            raise forms.ValidationError(exc.message) from None
+
+    def clean_allow_agents(self):
+        allow = self.cleaned_data.get("allow_agents") or []
+        own_id = self.instance.pk or self.data.get("id", "")
+        known = set(Agent.objects.values_list("id", flat=True)) | {own_id}
+        unknown = [a for a in allow if a != "*" and keys.normalize_agent_id(a) not in known]
+        if unknown:
+            raise forms.ValidationError(
+                f"Unknown agent id in subagents.allowAgents: {', '.join(unknown)} "
+                '(use known agent ids or "*")'
+            )
+        return allow
+
+    def api_data(self) -> dict[str, Any]:
+        """The cleaned values in the shape `upsert_agent` takes (api.md §5)."""
+        data = self.cleaned_data
+        return {
+            "name": data.get("name", ""),
+            "description": data.get("description", ""),
+            "model": data.get("model", ""),
+            "backend": data.get("backend"),
+            "subagents": {"allowAgents": data.get("allow_agents") or []},
+            "sandboxed": bool(data.get("sandboxed")),
+            "tools": {"allow": data.get("tools_allow") or [], "deny": data.get("tools_deny") or []},
+        }
+
+
+# --- Gateway settings -----------------------------------------------------------------------
+
+
+def setting_help(setting: config.Setting) -> str:
+    parts = [setting.help] if setting.help else []
+    if setting.kind == "int":
+        parts.append(f"range: {setting.minimum}–{setting.maximum}.")
+    default = setting.default
+    if isinstance(default, bool):
+        default = "true" if default else "false"
+    elif isinstance(default, list):
+        default = json.dumps(default)
+    parts.append(f"default: {default}")
+    return " ".join(parts)
+
+
+class GatewayConfigForm(forms.ModelForm):
+    """Every setting labelled with its OpenClaw path and default. Ranges are not duplicated
+    here: clean() asks config.clean_value, the check `update_config` applies when saving."""
+
+    class Meta:
+        model = GatewayConfig
+        fields = [s.field for s in config.SETTINGS]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for setting in config.SETTINGS:
+            common = {"label": setting.path, "help_text": setting_help(setting)}
+            if setting.kind == "bool":
+                field = forms.BooleanField(required=False, **common)
+            elif setting.kind == "int":
+                field = forms.IntegerField(**common)
+            elif setting.kind == "choice":
+                field = forms.ChoiceField(choices=[(c, c) for c in setting.choices], **common)
+            elif setting.kind == "list":
+                field = ListField(required=False, **common)
+            else:
+                field = forms.CharField(**common)
+            self.fields[setting.field] = field
+
+    def clean(self):
+        cleaned = super().clean()
+        for setting in config.SETTINGS:
+            if setting.field not in cleaned:
+                continue  # the field already has an error
+            try:
+                cleaned[setting.field] = config.clean_value(setting, cleaned[setting.field])
+            except InvalidArgument as exc:
+                self.add_error(setting.field, exc.message)
+        return cleaned
+
+    def changes(self) -> dict[str, Any]:
+        """{OpenClaw path: value} of the settings this form changed, for update_config()."""
+        return {
+            s.path: self.cleaned_data[s.field]
+            for s in config.SETTINGS
+            if s.field in self.changed_data
+        }
+
+
+# --- API keys -------------------------------------------------------------------------------
+
+
+class ApiKeyCreateForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ["name", "scope", "agent", "session_key", "sandboxed"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("scope") == ApiKey.AGENT and not cleaned.get("agent"):
+            self.add_error("agent", "An agent-scoped key needs an agent.")
+        return cleaned
+
+    def generate_fields(self) -> dict[str, Any]:
+        return {name: self.cleaned_data.get(name) for name in self.Meta.fields}
