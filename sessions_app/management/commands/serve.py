@@ -16,8 +16,14 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--no-worker", action="store_true")
+        parser.add_argument(
+            "--server",
+            choices=["uvicorn", "daphne"],
+            default=os.environ.get("SERVER", "daphne"),
+            help="ASGI server: daphne (default) or uvicorn (if installed)",
+        )
 
-    def handle(self, *args, port, host, no_worker, **options):
+    def handle(self, *args, port, host, no_worker, server, **options):
         from sessions_app.runs.sweeper import ensure_schedule
 
         ensure_schedule()
