@@ -303,8 +303,8 @@ class Processes:
         return process
 
     def start(self) -> None:
-        # daphne itself rather than `manage.py serve --no-worker` (the same command line), so that
-        # --app can put a patched application in front without editing the app.
+        # daphne itself, as `manage.py serve --no-worker` runs it (its ensure_schedule() is in
+        # SETUP), so that --app can put a patched application in front without editing the app.
         server = self._spawn(
             ["-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), self.app],
             f"send-{self.label}-server.log",

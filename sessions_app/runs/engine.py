@@ -18,7 +18,7 @@ from datetime import timedelta
 from functools import partial
 
 from django.db import OperationalError, close_old_connections, connection, transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -161,7 +161,14 @@ def execute_run(run_id: str) -> str:
         log.exception("run %s failed", run_id)
         finish_run(run, Run.ERROR, error=f"internal error: {type(exc).__name__}: {exc}")
         return Run.ERROR
-    return complete_run(run, output)
+    try:
+        return complete_run(run, output)
+    except Exception as exc:  # never leave a run "running" for the sweeper to misreport
+        log.exception("finishing run %s failed", run_id)
+        finish_run(
+            run, Run.ERROR, error=f"the run could not be finished: {type(exc).__name__}: {exc}"
+        )
+        return Run.ERROR
 
 
 def timeout_text(run: Run) -> str:
@@ -267,26 +274,43 @@ def retrying(operation):
     raise AssertionError("unreachable")
 
 
+def lock_sessions(run: Run) -> None:
+    """Lock every session this finish may write (its own, and the flow's requester and target,
+    where follow-up steps go) in primary-key order, so two finishing runs can never lock the
+    same two sessions the other way round (a PostgreSQL deadlock)."""
+    flow = run.flow or {}
+    wanted = [k for k in (flow.get("requester"), flow.get("target")) if k]
+    rows = Session.objects.filter(Q(pk=run.session_id) | Q(key__in=wanted))
+    list(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
+
+
 def complete_run(run: Run, output: TurnOutput) -> str:
     """Store the reply and finish as ok, exactly once; discard it if the run was aborted meanwhile."""
     try:
-        messages = [store.read_message(i, m) for i, m in enumerate(output.messages)]
+        [store.read_message(i, m) for i, m in enumerate(output.messages)]
     except ToolError as exc:
         finish_run(
             run, Run.ERROR, error=f"the agent backend returned an invalid message: {exc.message}"
         )
         return Run.ERROR
-    with transaction.atomic():
-        if not run.mark_finished(Run.OK, reply=output.reply, usage=output.usage or None):
-            return "discarded"
-        if messages:
-            _, last = store.append_to_session(run.session, messages)
-            Run.objects.filter(pk=run.pk).update(reply_seq=last)
-            run.reply_seq = last
-        add_usage(run.session_id, output.usage)
-        after_finish(run)
-        transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
-    return Run.OK
+
+    def store_reply():
+        # Messages are rebuilt on each attempt: a rolled-back attempt may have given them seqs.
+        messages = [store.read_message(i, m) for i, m in enumerate(output.messages)]
+        with transaction.atomic():
+            lock_sessions(run)
+            if not run.mark_finished(Run.OK, reply=output.reply, usage=output.usage or None):
+                return "discarded"
+            if messages:
+                _, last = store.append_to_session(run.session, messages)
+                Run.objects.filter(pk=run.pk).update(reply_seq=last)
+                run.reply_seq = last
+            add_usage(run.session_id, output.usage)
+            after_finish(run)
+            transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
+        return Run.OK
+
+    return retrying(store_reply)
 
 
 def finish_run(run: Run, status: str, *, error: str = "") -> bool:
@@ -294,6 +318,7 @@ def finish_run(run: Run, status: str, *, error: str = "") -> bool:
 
     def finish():
         with transaction.atomic():
+            lock_sessions(run)
             if not run.mark_finished(status, error=error):
                 return False
             after_finish(run)
