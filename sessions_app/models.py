@@ -175,6 +175,10 @@ class Session(models.Model):
     updated_at = models.BigIntegerField(default=now_ms)
     created_at = models.DateTimeField(default=timezone.now)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # When anything a sessions.subscribe client sees last changed (row, run status, archive,
+    # appended messages), in ms, strictly increasing per session. Live updates poll it by index
+    # when no Redis carries the hint (sessions_app/live).
+    changed_ms = models.BigIntegerField(default=0)
 
     objects = SessionQuerySet.as_manager()
 
@@ -184,6 +188,7 @@ class Session(models.Model):
             models.Index(fields=["agent", "-updated_at", "-id"], name="session_agent_activity"),
             models.Index(fields=["spawned_by"], name="session_spawned_by"),
             models.Index(fields=["label"], name="session_label"),
+            models.Index(fields=["changed_ms"], name="session_changed"),
         ]
         constraints = [
             models.CheckConstraint(
