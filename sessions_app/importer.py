@@ -209,7 +209,7 @@ def _import_session(
     try:
         with transaction.atomic():
             agent_created = _ensure_agent(owner)
-            before = Session.objects.filter(key=key).values().first()
+            before = _entry_values(Session.objects.filter(key=key))
             new_id = keys.normalize_session_id(entry.get("sessionId"))
             if before and new_id and new_id != before["session_id"]:
                 # The service keeps one transcript per key, so a reset cannot be mirrored.
@@ -223,7 +223,7 @@ def _import_session(
             added = 0
             if transcript is not None and transcript.exists():
                 added = _append_transcript(run, session, transcript, skip)
-            after = Session.objects.filter(pk=session.pk).values().first()
+            after = _entry_values(Session.objects.filter(pk=session.pk))
     except ToolError as exc:
         fail(f"{exc.message}; session rolled back")
         return
@@ -244,6 +244,15 @@ def _import_session(
         report.sessions_updated += 1
     else:
         report.sessions_unchanged += 1
+
+
+def _entry_values(queryset) -> dict | None:
+    """A session's stored values, without the live change mark (every upsert moves it)."""
+    values = queryset.values().first()
+    if values is not None:
+        values.pop("changed_ms")
+        values.pop("change_reason")
+    return values
 
 
 def _known_fields(

@@ -11,10 +11,17 @@ import time
 import uuid
 
 from django.db import models, transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from . import keys
+
+
+def live_hint(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:
+    from .live.hints import session_changed
+
+    session_changed(session_pk, reason, last_seq=last_seq)
 
 
 def now_ms() -> int:
@@ -179,6 +186,7 @@ class Session(models.Model):
     # appended messages), in ms, strictly increasing per session. Live updates poll it by index
     # when no Redis carries the hint (sessions_app/live).
     changed_ms = models.BigIntegerField(default=0)
+    change_reason = models.CharField(max_length=16, blank=True)
 
     objects = SessionQuerySet.as_manager()
 
@@ -206,12 +214,32 @@ class Session(models.Model):
     def archive(self) -> None:
         if self.archived_at is None:
             self.archived_at = timezone.now()
-            Session.objects.filter(pk=self.pk).update(archived_at=self.archived_at)
+            Session.objects.filter(pk=self.pk).update(
+                archived_at=self.archived_at, **Session.changed("archived")
+            )
+            live_hint(self.pk, "archived")
 
     def restore(self) -> None:
         if self.archived_at is not None:
             self.archived_at = None
-            Session.objects.filter(pk=self.pk).update(archived_at=None)
+            Session.objects.filter(pk=self.pk).update(
+                archived_at=None, **Session.changed("restored")
+            )
+            live_hint(self.pk, "restored")
+
+    @staticmethod
+    def changed(reason: str) -> dict:
+        """UPDATE arguments that record a change live subscribers should see. changed_ms only
+        grows, so a poller that saw (pk, changed_ms) never mistakes a later change for it."""
+        return {
+            "changed_ms": Greatest(F("changed_ms") + 1, Value(now_ms())),
+            "change_reason": reason,
+        }
+
+    def mark_changed(self, reason: str) -> None:
+        """The same for a Session about to be saved (upsert, patch)."""
+        self.changed_ms = max(self.changed_ms + 1, now_ms())
+        self.change_reason = reason
 
     def refresh_derived(self, settings: keys.KeySettings) -> None:
         """Recompute kind and row channel from the key and the routing fields."""
@@ -227,15 +255,21 @@ class Session(models.Model):
             last_channel=self.last_channel,
         )[:64]
 
-    def allocate_seqs(self, count: int) -> int:
+    def allocate_seqs(self, count: int, *, touch: bool = True) -> int:
         """Reserve `count` contiguous seq values; returns the first. Call inside a transaction.
 
         The UPDATE … SET last_seq = last_seq + n takes the row lock (PostgreSQL) or the write lock
-        (SQLite, IMMEDIATE), so concurrent appenders get disjoint, gap-free ranges.
+        (SQLite, IMMEDIATE), so concurrent appenders get disjoint, gap-free ranges. The same
+        statement moves updatedAt (unless `touch` is off, for imports) and the live change mark;
+        subscribers hear of the new seqs after commit.
         """
         assert transaction.get_connection().in_atomic_block, "allocate_seqs needs a transaction"
-        Session.objects.filter(pk=self.pk).update(last_seq=F("last_seq") + count)
+        fields = {"last_seq": F("last_seq") + count, **Session.changed("messages")}
+        if touch:
+            fields["updated_at"] = Greatest(F("updated_at"), Value(now_ms()))
+        Session.objects.filter(pk=self.pk).update(**fields)
         self.last_seq = Session.objects.values_list("last_seq", flat=True).get(pk=self.pk)
+        live_hint(self.pk, "messages", last_seq=self.last_seq)
         return self.last_seq - count + 1
 
 
@@ -437,11 +471,13 @@ class Run(models.Model):
             now,
         )
         # The session row shows its latest run: only if no newer run has started since.
-        newer = Run.objects.filter(session_id=self.session_id, created_at__gt=self.created_at)
-        if not newer.exists():
-            Session.objects.filter(pk=self.session_id).update(
-                run_status=self.SESSION_STATUS[status]
-            )
+        newer = Run.objects.filter(session_id=OuterRef("pk"), created_at__gt=self.created_at)
+        if (
+            Session.objects.filter(pk=self.session_id)
+            .exclude(Exists(newer))
+            .update(run_status=self.SESSION_STATUS[status], **Session.changed("run"))
+        ):
+            live_hint(self.session_id, "run")
         return True
 
     @property

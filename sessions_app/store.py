@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from . import keys, sanitize
 from .errors import AccessDenied, InvalidArgument, NotFound
-from .models import Agent, ApiKey, GatewayConfig, Message, Session, now_ms
+from .models import Agent, ApiKey, GatewayConfig, Message, Session, live_hint, now_ms
 
 MAX_MESSAGES_PER_APPEND = 1000
 MESSAGE_ROLES = ("user", "assistant", "toolResult", "tool", "system")
@@ -388,7 +388,9 @@ def _write_entry(
     elif touch:
         session.updated_at = max(session.updated_at, now_ms())
     session.refresh_derived(settings)
+    session.mark_changed("created" if created else "updated")
     session.save()
+    live_hint(session.pk, session.change_reason)
     return session, created
 
 
@@ -437,7 +439,9 @@ def patch_session(*, api_key: ApiKey, key: str, changes: Any) -> Session:
         if "sendPolicy" in changes:
             session.send_policy = _send_policy(changes["sendPolicy"])
         session.updated_at = max(session.updated_at, now_ms())
+        session.mark_changed("updated")
         session.save()
+        live_hint(session.pk, "updated")
     return session
 
 
@@ -446,9 +450,12 @@ def set_send_policy(*, session: Session, policy: str | None) -> Session:
     value = _send_policy(policy)
     with transaction.atomic():
         Session.objects.filter(pk=session.pk).update(
-            send_policy=value, updated_at=max(session.updated_at, now_ms())
+            send_policy=value,
+            updated_at=max(session.updated_at, now_ms()),
+            **Session.changed("updated"),
         )
-    session.refresh_from_db(fields=["send_policy", "updated_at"])
+        live_hint(session.pk, "updated")
+    session.refresh_from_db(fields=["send_policy", "updated_at", "changed_ms", "change_reason"])
     return session
 
 
@@ -519,14 +526,11 @@ def append_to_session(
 ) -> tuple[int, int]:
     """Append validated messages at the next seqs, atomically. Returns (firstSeq, lastSeq)."""
     with transaction.atomic():
-        first = session.allocate_seqs(len(messages))
+        first = session.allocate_seqs(len(messages), touch=touch)
         for offset, message in enumerate(messages):
             message.session_id = session.pk
             message.seq = first + offset
         Message.objects.bulk_create(messages)
-        if touch:
-            now = now_ms()
-            Session.objects.filter(pk=session.pk, updated_at__lt=now).update(updated_at=now)
     return first, first + len(messages) - 1
 
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 from .. import store
 from ..errors import Refusal, ToolError
 from ..identity import requester_for_session
-from ..models import Agent, Message, Run, Session
+from ..models import Agent, Message, Run, Session, live_hint
 from . import notify
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
 from .chain import Chain, current_run
@@ -97,7 +97,10 @@ def start_run(
         created_at=now,
         **chain.as_fields(),
     )
-    Session.objects.filter(pk=session.pk).update(run_status=Run.SESSION_STATUS[Run.QUEUED])
+    Session.objects.filter(pk=session.pk).update(
+        run_status=Run.SESSION_STATUS[Run.QUEUED], **Session.changed("run")
+    )
+    live_hint(session.pk, "run")
     transaction.on_commit(partial(enqueue, run.id), robust=True)
     return run
 

@@ -9,7 +9,7 @@ import logging
 from django.utils import timezone
 
 from .. import store
-from ..models import GatewayConfig, Message, Run, Session
+from ..models import GatewayConfig, Message, Run, Session, live_hint
 from ..rows import transcript_path
 from . import prompts
 from .backends import ANNOUNCE_SKIP, REPLY_SKIP
@@ -258,7 +258,10 @@ def _delete_child(child: Session, flow: dict) -> None:
     """cleanup=delete: the child's transcript goes and the session is archived (its runs stay
     readable by id, so a caller holding the runId still finds out what happened)."""
     Message.objects.filter(session=child).delete()
-    Session.objects.filter(pk=child.pk).update(archived_at=timezone.now())
+    Session.objects.filter(pk=child.pk).update(
+        archived_at=timezone.now(), **Session.changed("archived")
+    )
+    live_hint(child.pk, "archived")
     attachments_dir = flow.get("attachmentsDir")
     if attachments_dir:
         from .attachments import remove_staged

@@ -8,10 +8,11 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from ..models import GatewayConfig, Run, Session
+from ..models import GatewayConfig, Run, Session, live_hint
 from . import engine
 
 log = logging.getLogger("openclaw.runs")
@@ -69,12 +70,19 @@ def archive_finished_subagents(*, now=None) -> int:
     now = now or timezone.now()
     cutoff_ms = int((now - timedelta(minutes=minutes)).timestamp() * 1000)
     busy = Run.objects.filter(session=OuterRef("pk"), status__in=[Run.QUEUED, Run.RUNNING])
-    return (
+    idle = list(
         Session.objects.active()
         .filter(spawn_depth__gt=0, updated_at__lt=cutoff_ms)
         .exclude(Exists(busy))
-        .update(archived_at=now)
+        .values_list("pk", flat=True)[:1000]
     )
+    with transaction.atomic():
+        archived = Session.objects.filter(pk__in=idle, archived_at__isnull=True).update(
+            archived_at=now, **Session.changed("archived")
+        )
+        for pk in idle:
+            live_hint(pk, "archived")
+    return archived
 
 
 def ensure_schedule() -> None:

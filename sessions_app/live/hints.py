@@ -1,0 +1,102 @@
+"""Publishing "session X changed" hints after commit (STYLE.md rule 4).
+
+Writers call `session_changed(pk, reason, last_seq=...)` inside the transaction that changed the
+session. After commit the hint wakes the hub of this process at once and, with REDIS_URL, is sent
+to the `openclaw.live` channel-layer group that every web process's hub belongs to (so a worker's
+append reaches browsers connected to web processes). Without Redis, other processes find the
+change by polling (hub.POLL_SECONDS).
+
+Sending through the channel layer is async and takes a Redis round trip, so it runs on one
+background thread per process with its own event loop: the writer only enqueues, and hints that
+pile up while a send is in flight go out together in the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+import threading
+
+from django.conf import settings
+from django.db import transaction
+
+log = logging.getLogger("openclaw.live")
+
+GROUP = "openclaw.live"
+REASONS = ("created", "updated", "archived", "restored", "run", "messages")
+
+# Hubs running in this process (normally one: the ASGI server's event loop).
+_local_hubs: set = set()
+_local_lock = threading.Lock()
+
+
+def register_local(hub) -> None:
+    with _local_lock:
+        _local_hubs.add(hub)
+
+
+def unregister_local(hub) -> None:
+    with _local_lock:
+        _local_hubs.discard(hub)
+
+
+def session_changed(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:
+    """Announce, once the current transaction commits, that a session changed."""
+    assert reason in REASONS, reason
+    hint = (session_pk, reason, last_seq)
+    transaction.on_commit(lambda: publish([hint]), robust=True)
+
+
+def publish(hints: list[tuple]) -> None:
+    with _local_lock:
+        hubs = list(_local_hubs)
+    for hub in hubs:
+        hub.poke_threadsafe(hints)
+    if settings.REDIS_URL:
+        _Publisher.get().put(hints)
+
+
+class _Publisher:
+    """A daemon thread that owns an event loop and the channel layer for this process."""
+
+    _instance: _Publisher | None = None
+    _pid: int | None = None
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> _Publisher:
+        with cls._lock:
+            # After a fork (django-q2 workers) the parent's thread does not exist in the child.
+            if cls._instance is None or cls._pid != os.getpid():
+                cls._instance = cls()
+                cls._pid = os.getpid()
+            return cls._instance
+
+    def __init__(self):
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="live-hints", daemon=True)
+        self.thread.start()
+
+    def put(self, hints: list[tuple]) -> None:
+        self.queue.put(hints)
+
+    def _run(self) -> None:
+        from channels.layers import get_channel_layer
+
+        loop = asyncio.new_event_loop()
+        layer = get_channel_layer()
+        while True:
+            batch = list(self.queue.get())
+            while True:
+                try:
+                    batch.extend(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                loop.run_until_complete(
+                    layer.group_send(GROUP, {"type": "live.hints", "hints": batch})
+                )
+            except Exception:  # a hint is best effort: hubs poll anyway
+                log.warning("could not publish %d live hint(s)", len(batch), exc_info=True)
