@@ -1,8 +1,9 @@
 """Admin for the send policy, channels and the delivery outbox.
 
 The policy page is one row (id=1) with its rules inline, a preview of what it decides for a
-session key, how many active sessions it blocks, and its change history. Deliveries are read
-only; the one thing an operator does with them is retry a failed one, through
+session key, how many active sessions it blocks, and its change history; a save goes through
+`editing.save_send_policy()`. Channels are saved through `channels.save_channel()`. Deliveries
+are read only; the one thing an operator does with them is retry a failed one, through
 `delivery.retry_delivery()` like every other caller.
 """
 
@@ -11,13 +12,14 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
-from django.urls import reverse
 
+from sessions_app.admin_singleton import SingletonAdminMixin
+from sessions_app.errors import InvalidArgument
 from sessions_app.models import Session
 
-from . import history, preview
+from . import channels, editing, history, preview
 from .delivery import retry_delivery
-from .forms import EVERYTHING_WARNING, ChannelConfigForm, SendPolicyRuleForm, blocks_everything
+from .forms import ChannelConfigForm, SendPolicyForm, SendPolicyRuleForm
 from .models import ChannelConfig, Delivery, SendPolicy, SendPolicyRule
 
 HISTORY_LIMIT = 20
@@ -36,26 +38,25 @@ class SendPolicyRuleInline(admin.TabularInline):
     )
 
 
+class RefusedSaveMixin:
+    """The forms passed but the save function refused (a rule or row another operator changed
+    meanwhile): Django's transaction for the save is rolled back, and the page says why instead
+    of a server error."""
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except InvalidArgument as exc:
+            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
+            return HttpResponseRedirect(request.path)
+
+
 @admin.register(SendPolicy)
-class SendPolicyAdmin(admin.ModelAdmin):
+class SendPolicyAdmin(RefusedSaveMixin, SingletonAdminMixin, admin.ModelAdmin):
+    form = SendPolicyForm
     inlines = [SendPolicyRuleInline]
-    fields = ["enabled", "default_action"]
+    fields = ["enabled", "default_action", "change_note"]
     change_form_template = "admin/policies_app/sendpolicy/change_form.html"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def changelist_view(self, request, extra_context=None):
-        # One row: the list is the change page.
-        if not self.has_view_or_change_permission(request):
-            raise PermissionDenied
-        config = SendPolicy.load()
-        return HttpResponseRedirect(
-            reverse("admin:policies_app_sendpolicy_change", args=[config.pk])
-        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         context = dict(extra_context or {})
@@ -79,27 +80,61 @@ class SendPolicyAdmin(admin.ModelAdmin):
             ),
         }
 
+    # The policy and its rules are one write, save_send_policy(), made in save_related() once
+    # the inline is valid too; the form and the formset never save themselves.
     def save_model(self, request, obj, form, change):
-        # The state before this save, read from the database: the form has already changed obj.
-        request._send_policy_before = history.snapshot(SendPolicy.objects.get(pk=obj.pk))
-        super().save_model(request, obj, form, change)
+        pass
 
     def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        config = form.instance
-        for number, rule in enumerate(config.rules.all(), start=1):
-            if blocks_everything(rule):
-                messages.warning(request, f"Rule {number}: {EVERYTHING_WARNING}")
-        before = getattr(request, "_send_policy_before", None) or history.snapshot(config)
-        history.record_change(user=request.user, before=before, after=history.snapshot(config))
+        (rules,) = formsets
+        rows = [
+            rule_form.rule_data()
+            for rule_form in rules.forms
+            if rule_form not in rules.deleted_forms
+            and (rule_form.instance.pk is not None or rule_form.has_changed())
+        ]
+        saved = editing.save_send_policy(
+            enabled=form.cleaned_data["enabled"],
+            default_action=form.cleaned_data["default_action"],
+            rules=rows,
+            actor=request.user,
+            note=form.cleaned_data.get("change_note", ""),
+        )
+        for warning in saved.warnings:
+            messages.warning(request, warning)
+        request.send_policy_change = saved.change
+
+    def construct_change_message(self, request, form, formsets, add=False):
+        # Django's admin log gets the history's summary: the formsets did not save, so they
+        # cannot describe the change themselves.
+        change = getattr(request, "send_policy_change", None)
+        return change.summary if change is not None else "No changes."
 
 
 @admin.register(ChannelConfig)
-class ChannelConfigAdmin(admin.ModelAdmin):
+class ChannelConfigAdmin(RefusedSaveMixin, admin.ModelAdmin):
     form = ChannelConfigForm
     list_display = ["channel", "adapter", "webhook_url", "max_attempts"]
     list_filter = ["adapter"]
     search_fields = ["channel"]
+
+    def save_model(self, request, obj, form, change):
+        row = channels.save_channel(
+            channel=form.cleaned_data["channel"],
+            adapter=form.cleaned_data["adapter"],
+            webhook_url=form.cleaned_data.get("webhook_url") or "",
+            max_attempts=form.cleaned_data["max_attempts"],
+            channel_id=obj.pk if change else None,
+        )
+        # The admin's log entry and redirect need the saved row's id.
+        obj.pk = row.pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj):
+        channels.delete_channels([obj.pk])
+
+    def delete_queryset(self, request, queryset):
+        channels.delete_channels(list(queryset.values_list("pk", flat=True)))
 
 
 @admin.register(Delivery)

@@ -1,34 +1,41 @@
-"""Admin forms for the send policy and channels: field checks with messages that name the field."""
+"""Admin forms for the send policy and channels: field checks with messages that name the field.
+
+The rule checks live in `editing.py`, where `save_send_policy()` applies them again; the forms
+only put their messages on the right field."""
 
 from __future__ import annotations
 
 from django import forms
 
-from . import policy
-from .models import ChannelConfig, SendPolicyRule
+from sessions_app.errors import InvalidArgument
 
-# Channels OpenClaw knows; any channel with a ChannelConfig row is known too.
-KNOWN_CHANNELS = (
-    "whatsapp",
-    "telegram",
-    "discord",
-    "signal",
-    "imessage",
-    "webchat",
-    "slack",
-    "matrix",
-    "msteams",
-    "googlechat",
-    "internal",
-    "unknown",
-)
-CHAT_TYPE_WORDS = ("direct", "dm", "group", "supergroup", "channel")
-EVERYTHING_WARNING = "This deny rule matches every session: it blocks everything."
+from . import editing
+from .models import ChannelConfig, SendPolicy, SendPolicyRule
 
 
-def known_channels() -> list[str]:
-    configured = ChannelConfig.objects.values_list("channel", flat=True)
-    return sorted(set(KNOWN_CHANNELS) | set(configured))
+def _checked(check, *args, **kwargs):
+    """Run one of editing's field checks; its message becomes the form field's error."""
+    try:
+        return check(*args, **kwargs)
+    except InvalidArgument as exc:
+        raise forms.ValidationError(exc.message) from None
+
+
+class SendPolicyForm(forms.ModelForm):
+    """The switch and the default; the rules come from the inline. `change_note` is not a
+    column of the policy: it goes into the history row of this save."""
+
+    change_note = forms.CharField(
+        required=False,
+        max_length=editing.MAX_CHANGE_NOTE,
+        label="Why (for the history)",
+        help_text="Optional: a few words on why you changed the policy.",
+        widget=forms.TextInput(attrs={"size": 60}),
+    )
+
+    class Meta:
+        model = SendPolicy
+        fields = ["enabled", "default_action"]
 
 
 class SendPolicyRuleForm(forms.ModelForm):
@@ -43,48 +50,31 @@ class SendPolicyRuleForm(forms.ModelForm):
 
     class Meta:
         model = SendPolicyRule
-        fields = [
-            "position",
-            "action",
-            "channel",
-            "chat_type",
-            "key_prefix",
-            "raw_key_prefix",
-            "note",
-        ]
+        fields = list(editing.RULE_FIELDS)
 
+    # The same checks save_send_policy() applies, one field at a time.
     def clean_channel(self) -> str:
-        channel = (self.cleaned_data.get("channel") or "").strip().lower()
-        if channel:
-            known = known_channels()
-            if channel not in known:
-                raise forms.ValidationError(
-                    f"Channel: “{channel}” is not a known channel. Use one of: {', '.join(known)}"
-                    " (or add a channel row first)."
-                )
-        return channel
+        return _checked(editing.clean_channel, self.cleaned_data.get("channel"))
 
     def clean_chat_type(self) -> str:
-        value = (self.cleaned_data.get("chat_type") or "").strip().lower()
-        if not value:
-            return ""
-        normalized = policy.normalize_chat_type(value)
-        if not normalized:
-            raise forms.ValidationError(
-                f"Chat type: “{value}” is not a chat type. Use one of: {', '.join(CHAT_TYPE_WORDS)}."
-            )
-        return normalized
+        return _checked(editing.clean_chat_type, self.cleaned_data.get("chat_type"))
 
     def clean_key_prefix(self) -> str:
-        return (self.cleaned_data.get("key_prefix") or "").strip()
+        return _checked(
+            editing.clean_prefix, "Key prefix", "key_prefix", self.cleaned_data.get("key_prefix")
+        )
 
     def clean_raw_key_prefix(self) -> str:
-        return (self.cleaned_data.get("raw_key_prefix") or "").strip()
+        value = self.cleaned_data.get("raw_key_prefix")
+        return _checked(editing.clean_prefix, "Raw key prefix", "raw_key_prefix", value)
 
-
-def blocks_everything(rule: SendPolicyRule) -> bool:
-    """A deny rule with no match fields: legal, but it blocks every session without an override."""
-    return rule.action == policy.DENY and rule.to_rule().is_empty_match
+    def rule_data(self) -> dict:
+        """This row in the shape save_send_policy() takes (`id` None for a new row)."""
+        data = self.cleaned_data
+        return {
+            "id": self.instance.pk,
+            **{name: data.get(name) for name in editing.RULE_FIELDS},
+        }
 
 
 class ChannelConfigForm(forms.ModelForm):

@@ -1,8 +1,8 @@
 """Who changed the send policy, when, and what changed.
 
 `snapshot()` takes the policy as plain data before and after an edit; `record_change()` writes
-one `SendPolicyChange` row with a readable summary of the difference. The admin calls it once
-per save, after the policy and its rules are written.
+one `SendPolicyChange` row with a readable summary of the difference. `editing.save_send_policy`
+calls it once per save, after the policy and its rules are written, in the same transaction.
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def summarize(before: dict, after: dict) -> list[str]:
     return lines
 
 
-def record_change(*, user, before: dict, after: dict) -> SendPolicyChange | None:
-    """Record one edit of the send policy by `user` (a staff user, or None for a script).
+def record_change(*, user, before: dict, after: dict, note: str = "") -> SendPolicyChange | None:
+    """Record one edit of the send policy by `user` (a staff user, or None for a script), with
+    the editor's `note` on why.
 
     `before` and `after` are `snapshot()`s. A save that changed nothing records nothing and
     returns None.
@@ -77,6 +78,7 @@ def record_change(*, user, before: dict, after: dict) -> SendPolicyChange | None
         user=user if username else None,
         username=username,
         summary="; ".join(lines),
+        note=note,
         before=before,
         after=after,
     )

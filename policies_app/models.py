@@ -326,6 +326,8 @@ class SendPolicyChange(models.Model):
     username = models.CharField(max_length=150, blank=True)
     changed_at = models.DateTimeField(default=timezone.now)
     summary = models.TextField()
+    # Why, in the editor's words (optional).
+    note = models.CharField(max_length=300, blank=True)
     before = models.JSONField(default=dict)
     after = models.JSONField(default=dict)
 

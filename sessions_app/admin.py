@@ -1,6 +1,7 @@
 """The operator console. A thin adapter (STYLE.md rule 1): every write goes through the function
 the API uses — store.set_send_policy, Session.archive/restore, engine.abort_run,
-agents.upsert_agent, config.update_config, ApiKey.generate/revoke.
+agents.upsert_agent, config.update_config, ApiKey.generate/revoke. List actions and change-page
+buttons share their shapes (admin_actions.py); one-row pages theirs (admin_singleton.py).
 
 Session data, transcripts and runs are read-only here: the change pages show them and offer
 actions, never a save. Messages are not registered at all, so they cannot be edited or deleted.
@@ -9,19 +10,21 @@ actions, never a save. Messages are not registered at all, so they cannot be edi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpResponseRedirect, StreamingHttpResponse
-from django.shortcuts import get_object_or_404
-from django.urls import path, reverse
+from django.http import StreamingHttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from . import config, store, transcript
+from .admin_actions import ActionsNeedChangeMixin, RowAction, RowActionsMixin, each_row_action
 from .admin_forms import AgentForm, ApiKeyCreateForm, GatewayConfigForm
+from .admin_singleton import SingletonAdminMixin
 from .agents import upsert_agent
 from .errors import InvalidArgument
 from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session
@@ -43,21 +46,7 @@ def ms_to_datetime(ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-class ActionsNeedChangeMixin:
-    """A POSTed list action from a user without change permission is refused outright (403),
-    rather than answered with Django's "No action selected" redirect."""
-
-    def changelist_view(self, request, extra_context=None):
-        if (
-            request.method == "POST"
-            and "action" in request.POST
-            and not self.has_change_permission(request)
-        ):
-            raise PermissionDenied
-        return super().changelist_view(request, extra_context)
-
-
-class ReadOnlyModelAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
+class ReadOnlyModelAdmin(RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdmin):
     """Every model field read-only; no add, no delete. Change permission only gates actions."""
 
     def get_readonly_fields(self, request, obj=None):
@@ -78,68 +67,67 @@ class ReadOnlyModelAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
             request, object_id, form_url, {**READ_ONLY_PAGE, **(extra_context or {})}
         )
 
-    def require_change(self, request, obj=None):
-        if not self.has_change_permission(request, obj):
-            raise PermissionDenied
-
 
 # --- Sessions -------------------------------------------------------------------------------
 
 
-class ArchivedFilter(admin.SimpleListFilter):
+class ChoicesFilter(admin.SimpleListFilter):
+    """A list filter given as `options`: {value in the URL: (label, narrow(queryset))}."""
+
+    options: dict[str, tuple[str, Callable]] = {}
+
+    def lookups(self, request, model_admin):
+        return [(value, label) for value, (label, _) in self.options.items()]
+
+    def queryset(self, request, queryset):
+        option = self.options.get(self.value())
+        return option[1](queryset) if option else queryset
+
+
+def _active_within(minutes: int) -> Callable:
+    def narrow(sessions):
+        since = timezone.now() - timedelta(minutes=minutes)
+        return sessions.filter(updated_at__gte=int(since.timestamp() * 1000))
+
+    return narrow
+
+
+class ArchivedFilter(ChoicesFilter):
     title = "archived"
     parameter_name = "archived"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "archived"), ("no", "active")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            return queryset.archived()
-        if self.value() == "no":
-            return queryset.active()
-        return queryset
+    options = {
+        "yes": ("archived", lambda sessions: sessions.archived()),
+        "no": ("active", lambda sessions: sessions.active()),
+    }
 
 
-class ActiveWithinFilter(admin.SimpleListFilter):
+class ActiveWithinFilter(ChoicesFilter):
     title = "active in the last"
     parameter_name = "active_minutes"
-
-    def lookups(self, request, model_admin):
-        return [("5", "5 minutes"), ("60", "hour"), ("1440", "day")]
-
-    def queryset(self, request, queryset):
-        if self.value() in {"5", "60", "1440"}:
-            since = timezone.now() - timedelta(minutes=int(self.value()))
-            return queryset.filter(updated_at__gte=int(since.timestamp() * 1000))
-        return queryset
+    options = {
+        "5": ("5 minutes", _active_within(5)),
+        "60": ("hour", _active_within(60)),
+        "1440": ("day", _active_within(1440)),
+    }
 
 
-class SendPolicyFilter(admin.SimpleListFilter):
+class SendPolicyFilter(ChoicesFilter):
     title = "send policy"
     parameter_name = "send_policy"
-
-    def lookups(self, request, model_admin):
-        return [("allow", "allow"), ("deny", "deny"), ("inherit", "inherit")]
-
-    def queryset(self, request, queryset):
-        if self.value() in {"allow", "deny"}:
-            return queryset.filter(send_policy=self.value())
-        if self.value() == "inherit":
-            return queryset.filter(send_policy="")
-        return queryset
+    options = {
+        "allow": ("allow", lambda sessions: sessions.filter(send_policy="allow")),
+        "deny": ("deny", lambda sessions: sessions.filter(send_policy="deny")),
+        "inherit": ("inherit", lambda sessions: sessions.filter(send_policy="")),
+    }
 
 
 def _set_policy_action(policy: str):
-    def action(modeladmin, request, queryset):
-        for session in queryset:
-            store.set_send_policy(session=session, policy=policy)
-        modeladmin.message_user(
-            request, f"Send policy set to {policy} on {queryset.count()} session(s)."
-        )
-
-    action.__name__ = f"set_send_policy_{policy}"
-    return admin.action(description=f"Set send policy: {policy}", permissions=["change"])(action)
+    return each_row_action(
+        f"set_send_policy_{policy}",
+        f"Set send policy: {policy}",
+        lambda session: store.set_send_policy(session=session, policy=policy),
+        f"Send policy set to {policy} on {{count}} session(s).",
+    )
 
 
 @admin.register(Session)
@@ -167,13 +155,23 @@ class SessionAdmin(ReadOnlyModelAdmin):
     ordering = ["-updated_at", "-id"]
     readonly_fields = ["updated"]
     actions = [
-        "archive_sessions",
-        "restore_sessions",
+        each_row_action(
+            "archive_sessions", "Archive", Session.archive, "Archived {count} session(s)."
+        ),
+        each_row_action(
+            "restore_sessions", "Restore", Session.restore, "Restored {count} session(s)."
+        ),
         _set_policy_action("allow"),
         _set_policy_action("deny"),
         _set_policy_action("inherit"),
         "export_jsonl",
     ]
+    row_actions = (
+        RowAction("archive/", "archive", "archive_row"),
+        RowAction("restore/", "restore", "restore_row"),
+        RowAction("send-policy/", "send_policy", "send_policy_row"),
+        RowAction("export.jsonl", "export", "export_row", method="GET"),
+    )
     TRANSCRIPT_PAGE = 50
 
     @admin.display(description="updated", ordering="updated_at")
@@ -187,18 +185,6 @@ class SessionAdmin(ReadOnlyModelAdmin):
     @admin.display(description="send policy", ordering="send_policy")
     def send_policy_display(self, session):
         return session.send_policy or "inherit"
-
-    @admin.action(description="Archive", permissions=["change"])
-    def archive_sessions(self, request, queryset):
-        for session in queryset:
-            session.archive()
-        self.message_user(request, f"Archived {queryset.count()} session(s).")
-
-    @admin.action(description="Restore", permissions=["change"])
-    def restore_sessions(self, request, queryset):
-        for session in queryset:
-            session.restore()
-        self.message_user(request, f"Restored {queryset.count()} session(s).")
 
     @admin.action(description="Export JSONL (one session)", permissions=["change"])
     def export_jsonl(self, request, queryset):
@@ -218,60 +204,24 @@ class SessionAdmin(ReadOnlyModelAdmin):
         response["Content-Disposition"] = f'attachment; filename="{session.session_id}.jsonl"'
         return response
 
-    def get_urls(self):
-        wrap = self.admin_site.admin_view
-        return [
-            path("<int:pk>/archive/", wrap(self.archive_view), name="sessions_app_session_archive"),
-            path("<int:pk>/restore/", wrap(self.restore_view), name="sessions_app_session_restore"),
-            path(
-                "<int:pk>/send-policy/",
-                wrap(self.send_policy_view),
-                name="sessions_app_session_send_policy",
-            ),
-            path(
-                "<int:pk>/export.jsonl", wrap(self.export_view), name="sessions_app_session_export"
-            ),
-            *super().get_urls(),
-        ]
-
-    def _back(self, session):
-        return HttpResponseRedirect(reverse("admin:sessions_app_session_change", args=[session.pk]))
-
-    def _session_for_change(self, request, pk) -> Session:
-        session = get_object_or_404(Session, pk=pk)
-        self.require_change(request, session)
-        return session
-
-    def archive_view(self, request, pk):
-        if request.method != "POST":
-            raise PermissionDenied
-        session = self._session_for_change(request, pk)
+    def archive_row(self, request, session):
         session.archive()
         self.message_user(request, "Session archived.")
-        return self._back(session)
 
-    def restore_view(self, request, pk):
-        if request.method != "POST":
-            raise PermissionDenied
-        session = self._session_for_change(request, pk)
+    def restore_row(self, request, session):
         session.restore()
         self.message_user(request, "Session restored.")
-        return self._back(session)
 
-    def send_policy_view(self, request, pk):
-        if request.method != "POST":
-            raise PermissionDenied
-        session = self._session_for_change(request, pk)
+    def send_policy_row(self, request, session):
         try:
             store.set_send_policy(session=session, policy=request.POST.get("policy"))
         except InvalidArgument as exc:
             self.message_user(request, exc.message, messages.ERROR)
         else:
             self.message_user(request, f"Send policy: {session.send_policy or 'inherit'}.")
-        return self._back(session)
 
-    def export_view(self, request, pk):
-        return self.jsonl_response(self._session_for_change(request, pk))
+    def export_row(self, request, session):
+        return self.jsonl_response(session)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         session = self.get_object(request, object_id)
@@ -358,7 +308,11 @@ class RunAdmin(ReadOnlyModelAdmin):
     list_select_related = ["session"]
     ordering = ["-created_at"]
     readonly_fields = ["runtime", "parent_link", "child_runs_list", "abort_button"]
-    actions = ["abort_runs"]
+    actions = [
+        each_row_action("abort_runs", "Abort", engine.abort_run, "Aborted {count} run(s)."),
+    ]
+    row_actions = (RowAction("abort/", "abort", "abort_row"),)
+    row_pk_converter = "uuid"
     fieldsets = [
         (
             None,
@@ -470,42 +424,24 @@ class RunAdmin(ReadOnlyModelAdmin):
             url,
         )
 
-    @admin.action(description="Abort", permissions=["change"])
-    def abort_runs(self, request, queryset):
-        aborted = sum(1 for run in queryset if engine.abort_run(run))
-        self.message_user(request, f"Aborted {aborted} run(s).")
-
-    def get_urls(self):
-        return [
-            path(
-                "<uuid:pk>/abort/",
-                self.admin_site.admin_view(self.abort_view),
-                name="sessions_app_run_abort",
-            ),
-            *super().get_urls(),
-        ]
-
-    def abort_view(self, request, pk):
-        if request.method != "POST":
-            raise PermissionDenied
-        run = get_object_or_404(Run, pk=pk)
-        self.require_change(request, run)
+    def abort_row(self, request, run):
         if engine.abort_run(run):
             self.message_user(request, "Run aborted.")
         else:
             self.message_user(request, f"Run already {run.status}.", messages.WARNING)
-        return HttpResponseRedirect(reverse("admin:sessions_app_run_change", args=[run.pk]))
 
 
 # --- Agents ---------------------------------------------------------------------------------
 
 
 @admin.register(Agent)
-class AgentAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
+class AgentAdmin(RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdmin):
     form = AgentForm
     list_display = ["id", "name", "backend_type", "sandboxed", "allow_agents", "test_button"]
     search_fields = ["id", "name"]
     readonly_fields = ["test_button"]
+    row_actions = (RowAction("test-backend/", "test_backend", "test_backend_row"),)
+    row_pk_converter = "str"
     TEST_PROMPT = "Hello from the admin backend test"
 
     def get_readonly_fields(self, request, obj=None):
@@ -546,29 +482,13 @@ class AgentAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
         upsert_agent(api_key=None, agent_id=obj.id, data=form.api_data())
         obj.refresh_from_db()
 
-    def get_urls(self):
-        return [
-            path(
-                "<str:pk>/test-backend/",
-                self.admin_site.admin_view(self.test_backend_view),
-                name="sessions_app_agent_test_backend",
-            ),
-            *super().get_urls(),
-        ]
-
-    def test_backend_view(self, request, pk):
-        if request.method != "POST":
-            raise PermissionDenied
-        agent = get_object_or_404(Agent, pk=pk)
-        if not self.has_change_permission(request, agent):
-            raise PermissionDenied
+    def test_backend_row(self, request, agent):
         ok, text = self.test_backend(agent, request.POST.get("prompt") or self.TEST_PROMPT)
         self.message_user(
             request,
             f"Backend test of {agent.id}: {text}",
             messages.SUCCESS if ok else messages.ERROR,
         )
-        return HttpResponseRedirect(reverse("admin:sessions_app_agent_change", args=[agent.pk]))
 
     @staticmethod
     def test_backend(agent: Agent, prompt: str) -> tuple[bool, str]:
@@ -599,33 +519,9 @@ class AgentAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
 
 
 @admin.register(GatewayConfig)
-class GatewayConfigAdmin(admin.ModelAdmin):
+class GatewayConfigAdmin(SingletonAdminMixin, admin.ModelAdmin):
     form = GatewayConfigForm
     fields = [s.field for s in config.SETTINGS]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def changelist_view(self, request, extra_context=None):
-        # One row: the list is its change page.
-        if not self.has_view_or_change_permission(request):
-            raise PermissionDenied
-        pk = GatewayConfig.load().pk
-        return HttpResponseRedirect(reverse("admin:sessions_app_gatewayconfig_change", args=[pk]))
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        if not self.has_view_or_change_permission(request):
-            raise PermissionDenied
-        GatewayConfig.load()
-        return super().change_view(
-            request,
-            object_id,
-            form_url,
-            {"show_save_and_add_another": False, **(extra_context or {})},
-        )
 
     def save_model(self, request, obj, form, change):
         changes = form.changes()
@@ -637,24 +533,27 @@ class GatewayConfigAdmin(admin.ModelAdmin):
 # --- API keys -------------------------------------------------------------------------------
 
 
+API_KEY_COLUMNS = [
+    "lookup_prefix",
+    "name",
+    "scope",
+    "agent",
+    "session_key",
+    "sandboxed",
+    "created_at",
+    "last_used_at",
+    "revoked_at",
+]
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
-    list_display = [
-        "lookup_prefix",
-        "name",
-        "scope",
-        "agent",
-        "session_key",
-        "sandboxed",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-    ]
+    list_display = API_KEY_COLUMNS
     list_filter = ["scope", "sandboxed"]
     search_fields = ["name", "lookup", "session_key"]
     list_select_related = ["agent"]
     ordering = ["-created_at"]
-    actions = ["revoke_keys"]
+    actions = [each_row_action("revoke_keys", "Revoke", ApiKey.revoke, "Revoked {count} key(s).")]
 
     @admin.display(description="key", ordering="lookup")
     def lookup_prefix(self, key):
@@ -666,19 +565,8 @@ class ApiKeyAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_fields(self, request, obj=None):
-        if obj is None:
-            return ApiKeyCreateForm.Meta.fields
-        return [
-            "lookup_prefix",
-            "name",
-            "scope",
-            "agent",
-            "session_key",
-            "sandboxed",
-            "created_at",
-            "last_used_at",
-            "revoked_at",
-        ]
+        # A key's page shows what its list row shows; the add page, what creating one takes.
+        return ApiKeyCreateForm.Meta.fields if obj is None else API_KEY_COLUMNS
 
     def get_readonly_fields(self, request, obj=None):
         # Keys never change after creation; only revoke (an action) does.
@@ -708,9 +596,3 @@ class ApiKeyAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
             f"API key created. Copy it now, it will not be shown again: {plaintext}",
             messages.SUCCESS,
         )
-
-    @admin.action(description="Revoke", permissions=["change"])
-    def revoke_keys(self, request, queryset):
-        for key in queryset:
-            key.revoke()
-        self.message_user(request, f"Revoked {queryset.count()} key(s).")

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from policies_app import history, preview
 from policies_app.delivery import NO_ROUTE, deliver, enqueue_delivery
-from policies_app.forms import EVERYTHING_WARNING
+from policies_app.editing import EVERYTHING_WARNING
 from policies_app.models import (
     ChannelConfig,
     Delivery,
