@@ -54,6 +54,8 @@ def test_docs_page_loads_nothing_from_outside(anonymous):
     assert assets and all(a.startswith("/static/") for a in assets), assets
 
 
-def test_home_page_links_the_api(anonymous):
+def test_home_page_is_the_session_list_behind_a_login_that_links_the_api(anonymous):
     response = anonymous.client.get("/")
-    assert response.status_code == 200 and b"/api/v1/docs/" in response.content
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/?next=/"
+    login = anonymous.client.get(response["Location"])
+    assert login.status_code == 200 and b"/api/v1/docs/" in login.content

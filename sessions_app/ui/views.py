@@ -1,0 +1,346 @@
+"""Transcript browser views: parse the request, call sessions_app, render a template.
+
+Pages: the session list (`/`), one transcript (`/sessions/<key>/`). Fragments the page script
+fetches: rows of the list (live updates), pages of messages (older, newer, around a seq, live
+appends), the side panel. Plus the JSONL download, message images, and the send-policy override
+(operators only; the same store.set_send_policy the API's PATCH calls).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from urllib.parse import urlencode
+
+from django.contrib import messages as flash
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from .. import keys, store, transcript
+from ..errors import InvalidArgument, NotFound
+from ..models import Agent, GatewayConfig, Session, now_ms
+from . import present, queries
+from .access import can_override, viewer_required
+from .errors import error_page
+from .forms import CHANNEL_SUGGESTIONS, ListFilterForm, parse_seq
+
+MAX_ROW_KEYS = 50
+POLICY_CHOICES = ("inherit", "allow", "deny")
+METADATA_FIELDS = (
+    "key",
+    "kind",
+    "channel",
+    "agentId",
+    "label",
+    "displayName",
+    "deliveryContext",
+    "updatedAt",
+    "sessionId",
+    "model",
+    "contextTokens",
+    "totalTokens",
+    "thinkingLevel",
+    "verboseLevel",
+    "systemSent",
+    "abortedLastRun",
+    "sendPolicy",
+    "lastChannel",
+    "lastTo",
+    "lastAccountId",
+    "transcriptPath",
+    "spawnedBy",
+    "parentSessionKey",
+    "spawnDepth",
+    "childSessions",
+    "archived",
+    "status",
+)
+
+
+def _settings() -> keys.KeySettings:
+    return GatewayConfig.load().key_settings
+
+
+# --- the session list -----------------------------------------------------------------------
+
+
+def _list_context(request, form: ListFilterForm, settings: keys.KeySettings) -> dict:
+    data = form.cleaned_data
+    page = queries.list_page(data, settings=settings, cursor=data.get("after"))
+    params = form.filter_params()
+    now = now_ms()
+    next_url = ""
+    if page.next_cursor:
+        next_url = "?" + urlencode({**params, "after": str(page.next_cursor)})
+    return {
+        "rows": [present.row(r, now=now) for r in page.rows],
+        "filter_query": urlencode(params),
+        "next_url": next_url,
+        "is_first_page": data.get("after") is None,
+    }
+
+
+@viewer_required
+@require_GET
+def session_list(request):
+    form = ListFilterForm(request.GET)
+    context = {
+        "form": form,
+        "agents": list(Agent.objects.order_by("id").values_list("id", flat=True)),
+        "channels": CHANNEL_SUGGESTIONS,
+        "rows": [],
+        # A field named "errors" is form["errors"]; form.errors is the error dict.
+        "errors_checked": bool(form["errors"].value()),
+    }
+    if not form.is_valid():
+        context["filter_errors"] = list(form.errors.items())
+        return render(request, "ui/list.html", context, status=400)
+    context.update(_list_context(request, form, _settings()))
+    return render(request, "ui/list.html", context)
+
+
+@viewer_required
+@require_GET
+def rows_fragment(request):
+    """Rows for the live list: `key` (repeatable) → those rows if they still match the filters;
+    no key → the page itself (after a reconnect)."""
+    form = ListFilterForm(request.GET)
+    if not form.is_valid():
+        return error_page(request, 400, _form_errors(form))
+    settings = _settings()
+    raw_keys = request.GET.getlist("key")
+    only_keys = None
+    if raw_keys:
+        if len(raw_keys) > MAX_ROW_KEYS:
+            return error_page(request, 400, f"At most {MAX_ROW_KEYS} keys.")
+        try:
+            only_keys = [keys.canonical_key(k, settings=settings) for k in raw_keys]
+        except keys.InvalidKey as exc:
+            return error_page(request, 400, f"key: {exc}")
+    page = queries.list_page(
+        form.cleaned_data,
+        settings=settings,
+        cursor=form.cleaned_data.get("after"),
+        only_keys=only_keys,
+    )
+    now = now_ms()
+    return render(request, "ui/_rows.html", {"rows": [present.row(r, now=now) for r in page.rows]})
+
+
+def _form_errors(form) -> str:
+    return "; ".join(
+        f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+    )
+
+
+# --- one transcript -------------------------------------------------------------------------
+
+
+def _session_or_error(request, key: str, settings: keys.KeySettings):
+    try:
+        return store.get_session(key, settings=settings), None
+    except InvalidArgument as exc:
+        return None, error_page(request, 400, str(exc))
+    except NotFound as exc:
+        return None, error_page(request, 404, str(exc))
+
+
+def _urls(session: Session) -> dict:
+    base = reverse("ui:transcript", kwargs={"key": session.key})
+    return {
+        "page": base,
+        "messages": base + "messages/",
+        "panel": base + "panel/",
+        "download": base + "transcript.jsonl",
+        "policy": base + "send-policy/",
+        "images": base + "images/",
+    }
+
+
+def _messages(page: queries.MessagePage, urls: dict) -> list[dict]:
+    return [present.message(m, image_base=urls["images"]) for m in page.messages]
+
+
+def _metadata(row: dict) -> list[dict]:
+    items = []
+    for name in METADATA_FIELDS:
+        value = row.get(name)
+        shown = present.pretty_json(value) if isinstance(value, dict | list) else value
+        if isinstance(value, bool):
+            shown = "true" if value else "false"
+        items.append(
+            {
+                "name": name,
+                "value": shown,
+                "absent": name not in row,
+                "json": isinstance(value, dict | list),
+            }
+        )
+    if row.get("updatedAt") is not None:
+        items[METADATA_FIELDS.index("updatedAt")]["hint"] = present.ms_to_text(row["updatedAt"])
+    return items
+
+
+def _panel_context(request, session: Session, settings: keys.KeySettings, urls: dict) -> dict:
+    tree = queries.subagent_tree(session)
+    row = queries.session_metadata(session, tree, settings=settings)
+    runs = queries.recent_runs(session)
+    return {
+        "session": session,
+        "row": row,
+        "metadata": _metadata(row),
+        "tree": present.tree(tree),
+        "runs": [present.run(r) for r in runs],
+        "runs_more": len(runs) == queries.RUNS_SHOWN,
+        "can_override": can_override(request.user),
+        "policy_choices": POLICY_CHOICES,
+        "current_policy": row.get("sendPolicy") or "inherit",
+        "urls": urls,
+    }
+
+
+@viewer_required
+@require_GET
+def transcript_page(request, key: str):
+    settings = _settings()
+    session, failed = _session_or_error(request, key, settings)
+    if failed:
+        return failed
+    try:
+        at = parse_seq(request.GET.get("at"), "at")
+    except ValueError as exc:
+        return error_page(request, 400, str(exc))
+    if at is not None:
+        page = queries.messages_around(session, at)
+    else:
+        page = queries.messages_before(session, None)
+    urls = _urls(session)
+    context = _panel_context(request, session, settings, urls)
+    context.update(
+        {
+            "page": page,
+            "msgs": _messages(page, urls),
+            "title": context["row"].get("displayName") or context["row"]["key"],
+            "at": at,
+        }
+    )
+    return render(request, "ui/transcript.html", context)
+
+
+@viewer_required
+@require_GET
+def messages_fragment(request, key: str):
+    """One page of messages as HTML: `before`, `after` or `around` a seq (at most one); none →
+    the newest page. `limit` (≤ 200) only with `after`."""
+    settings = _settings()
+    session, failed = _session_or_error(request, key, settings)
+    if failed:
+        return failed
+    try:
+        given = {
+            name: parse_seq(request.GET.get(name), name, minimum=0 if name == "after" else 1)
+            for name in ("before", "after", "around")
+        }
+        given = {name: value for name, value in given.items() if value is not None}
+        if len(given) > 1:
+            raise ValueError("give one of before, after, around")
+        limit = parse_seq(request.GET.get("limit"), "limit") or queries.MESSAGE_PAGE
+        if limit > queries.MAX_AFTER_PAGE or ("limit" in request.GET and "after" not in given):
+            raise ValueError(f"limit must be at most {queries.MAX_AFTER_PAGE}, with after")
+    except ValueError as exc:
+        return error_page(request, 400, str(exc))
+    if "after" in given:
+        page = queries.messages_after(session, given["after"], limit=limit)
+    elif "around" in given:
+        page = queries.messages_around(session, given["around"])
+    else:
+        page = queries.messages_before(session, given.get("before"))
+    urls = _urls(session)
+    return render(
+        request,
+        "ui/_messages.html",
+        {"page": page, "msgs": _messages(page, urls), "session": session},
+    )
+
+
+@viewer_required
+@require_GET
+def panel_fragment(request, key: str):
+    settings = _settings()
+    session, failed = _session_or_error(request, key, settings)
+    if failed:
+        return failed
+    return render(
+        request, "ui/_panel.html", _panel_context(request, session, settings, _urls(session))
+    )
+
+
+def _filename(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", key).strip("_")[:120] or "transcript"
+
+
+@viewer_required
+@require_GET
+def download(request, key: str):
+    """The transcript as OpenClaw JSONL (transcript.export_jsonl, what the API's export streams)."""
+    session, failed = _session_or_error(request, key, _settings())
+    if failed:
+        return failed
+    response = StreamingHttpResponse(
+        transcript.export_jsonl(session), content_type="application/x-ndjson; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{_filename(session.key)}.jsonl"'
+    return response
+
+
+@viewer_required
+@require_GET
+def image(request, key: str, seq: int, index: int):
+    """One image block of a message, decoded (PNG, JPEG, GIF, WebP only: never markup)."""
+    session, failed = _session_or_error(request, key, _settings())
+    if failed:
+        return failed
+    content = queries.message_content(session, seq)
+    block = content[index] if isinstance(content, list) and index < len(content) else None
+    if not isinstance(block, dict) or block.get("type") != "image":
+        return error_page(request, 404, "No such image.")
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    mime = block.get("mimeType") or block.get("mediaType") or source.get("media_type") or ""
+    data = block.get("data") if isinstance(block.get("data"), str) else source.get("data")
+    if mime not in present.IMAGE_TYPES or not isinstance(data, str):
+        return error_page(request, 404, "No image data in this block.")
+    try:
+        body = base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return error_page(request, 404, "The image data is not base64.")
+    response = HttpResponse(body, content_type=mime)
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, max-age=86400"
+    response["Content-Security-Policy"] = "default-src 'none'"
+    return response
+
+
+@viewer_required
+def send_policy(request, key: str):
+    """POST policy=allow|deny|inherit: the per-session override (operators and superusers)."""
+    if request.method != "POST":
+        response = error_page(request, 405, "Use the form on the transcript page.")
+        response["Allow"] = "POST"
+        return response
+    if not can_override(request.user):
+        return error_page(request, 403, "Only operators may change the send policy.")
+    session, failed = _session_or_error(request, key, _settings())
+    if failed:
+        return failed
+    policy = request.POST.get("policy", "")
+    if policy not in POLICY_CHOICES:
+        return error_page(request, 400, 'policy must be "allow", "deny" or "inherit".')
+    try:
+        store.set_send_policy(session=session, policy=policy)
+    except InvalidArgument as exc:
+        return error_page(request, 400, str(exc))
+    flash.success(request, f"Send policy for this session: {policy}.")
+    return redirect(reverse("ui:transcript", kwargs={"key": session.key}))
