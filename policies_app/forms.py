@@ -46,11 +46,20 @@ class SendPolicyRuleForm(forms.ModelForm):
         max_length=16,
         label="Chat type",
         help_text="direct (or dm), group (or supergroup), channel; blank matches any.",
+        widget=forms.TextInput(attrs={"size": 8}),
     )
 
     class Meta:
         model = SendPolicyRule
         fields = list(editing.RULE_FIELDS)
+        # Sized to their usual contents, so the rule table fits a laptop screen.
+        widgets = {
+            "position": forms.NumberInput(attrs={"style": "width: 4em"}),
+            "channel": forms.TextInput(attrs={"size": 10}),
+            "key_prefix": forms.TextInput(attrs={"size": 16}),
+            "raw_key_prefix": forms.TextInput(attrs={"size": 16}),
+            "note": forms.TextInput(attrs={"size": 22}),
+        }
 
     # The same checks save_send_policy() applies, one field at a time.
     def clean_channel(self) -> str:

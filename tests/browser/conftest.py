@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -78,13 +79,28 @@ def browser():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
+FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Lets `page` know the test failed, to keep a picture of where it stopped.
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[FAILED] = True
+    return report
+
+
 @pytest.fixture
-def page(browser):
-    """A fresh context (no cookies from other tests) and one page in it."""
+def page(browser, request):
+    """A fresh context (no cookies from other tests) and one page in it. When the test fails,
+    the page as it was is saved as tests/artifacts/failed-<test name>.png."""
     context = browser.new_context(viewport=VIEWPORT)
     tab = context.new_page()
     try:
         yield tab
+        if request.node.stash.get(FAILED, False):
+            screenshot(tab, "failed-" + re.sub(r"[^\w.-]+", "_", request.node.name))
     finally:
         context.close()
 
