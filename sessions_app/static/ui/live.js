@@ -20,7 +20,11 @@
     this.status.textContent = text;
     this.status.title = state === "live" ? "Updates arrive live" : "Live updates paused; reconnecting";
   };
-  Live.prototype.start = function () { this.connect(); return this; };
+  Live.prototype.start = function () {
+    window.OCSLiveInstance = this;  // for the browser tests (closing the socket on purpose)
+    this.connect();
+    return this;
+  };
   Live.prototype.connect = function () {
     var self = this;
     var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/";
