@@ -344,6 +344,7 @@ def session_values(plan: dict, *, pk: int, last_seq: int, first_ms: int, rng) ->
         "last_seq": last_seq,
         "run_status": plan.get("run_status", ""),
         "updated_at": plan["updated_at"],
+        "changed_ms": plan["updated_at"],
         "created_at": datetime.fromtimestamp(first_ms / 1000, tz=UTC),
         "archived_at": datetime.fromtimestamp(plan["updated_at"] / 1000 + 3600, tz=UTC)
         if archived
@@ -412,7 +413,13 @@ class Loader:
 
     def write_sessions(self, rows: list[dict]) -> None:
         prepped = [
-            [f.get_db_prep_save(row[f.column], connection) for f in SESSION_FIELDS]  # fmt: skip
+            # A column added to Session since this was written gets its model default.
+            [
+                f.get_db_prep_save(
+                    row[f.column] if f.column in row else f.get_default(), connection
+                )
+                for f in SESSION_FIELDS
+            ]
             for row in rows
         ]
         cols = ", ".join(SESSION_COLUMNS)
