@@ -1,9 +1,14 @@
-"""The `sessions_list` row of a session (reference §2.3, api.md §1). Renders; does not query."""
+"""The `sessions_list` row of a session (reference §2.3, api.md §1), and reading a page of them.
+
+session_row() renders and does not query; light_rows() and page_rows() read the page."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 from urllib.parse import quote
+
+import orjson
+from django.db import connection
 
 from . import keys
 from .models import Session
@@ -26,6 +31,65 @@ def light_rows(queryset) -> list[SimpleNamespace]:
         row = SimpleNamespace(**values)
         row.pk = values["id"]
         row.archived = values["archived_at"] is not None
+        rows.append(row)
+    return rows
+
+
+# PostgreSQL: the page and each row's active children (newest first) in one statement. The
+# children are an index probe per row (`session_spawned_by`); the outer ORDER BY restores the
+# page's order, which a subquery does not keep.
+_PAGE_WITH_CHILDREN = """
+    SELECT p.*, ARRAY(
+        SELECT c.key FROM sessions_app_session c
+        WHERE c.spawned_by = p.key AND c.archived_at IS NULL
+        ORDER BY c.updated_at DESC, c.id
+    )
+    FROM ({page}) p
+    ORDER BY {order}
+"""
+
+
+def page_rows(queryset) -> list[SimpleNamespace]:
+    """light_rows() for a sliced, ordered page, each with `.children`: the keys of its active
+    child sessions, newest first.
+
+    PostgreSQL: one statement, read with a plain cursor (psycopg already returns UUIDs, booleans
+    and aware datetimes; only the jsonb column needs decoding), which is about half the cost of
+    `.values()` for a page of 200. Elsewhere: `.values()` and one more query for the children.
+    """
+    if connection.vendor != "postgresql":
+        rows = light_rows(queryset)
+        children: dict[str, list[str]] = {}
+        if rows:
+            child_rows = (
+                Session.objects.active()
+                .filter(spawned_by__in=[r.key for r in rows])
+                .order_by("-updated_at", "id")
+                .values_list("spawned_by", "key")
+            )
+            for parent, child in child_rows:
+                children.setdefault(parent, []).append(child)
+        for row in rows:
+            row.children = children.get(row.key, [])
+        return rows
+    order_by = queryset.query.order_by
+    assert order_by and all(name.lstrip("-") in ROW_FIELDS for name in order_by), order_by
+    page_sql, params = queryset.values(*ROW_FIELDS).query.sql_with_params()
+    order = ", ".join(
+        f"p.{name[1:]} DESC" if name.startswith("-") else f"p.{name}" for name in order_by
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(_PAGE_WITH_CHILDREN.format(page=page_sql, order=order), params)
+        names = [column.name for column in cursor.description][:-1]
+        raw_rows = cursor.fetchall()
+    rows = []
+    for raw in raw_rows:
+        row = SimpleNamespace(**dict(zip(names, raw[:-1], strict=True)))
+        if isinstance(row.delivery_context, str):
+            row.delivery_context = orjson.loads(row.delivery_context)
+        row.pk = row.id
+        row.archived = row.archived_at is not None
+        row.children = raw[-1]
         rows.append(row)
     return rows
 

@@ -144,6 +144,24 @@ class Flags:
         return value
 
 
+_SHORT = TEXT_LIMIT // 2  # no text this long or shorter is ever cut (UTF-16 units ≤ 2 × chars)
+
+
+def _block_unchanged(block) -> bool:
+    """Whether _sanitize_block() would return an equal block without the redaction scan: short
+    texts, no thinking signature, no image data. (The common case, checked without copying.)"""
+    if not isinstance(block, dict):
+        return True
+    for field in _TEXT_FIELDS:
+        value = block.get(field)
+        if isinstance(value, str) and len(value) > _SHORT:
+            return False
+    kind = block.get("type")
+    if kind == "thinking":
+        return "thinkingSignature" not in block
+    return kind != "image" or not isinstance(block.get("data"), str)
+
+
 def _sanitize_block(block, flags: Flags):
     if not isinstance(block, dict):
         return block
@@ -183,7 +201,8 @@ def needs_redaction(message: dict) -> bool:
 
 def sanitize_message(message: dict, flags: Flags, *, scan: bool = True) -> dict:
     """A shallow copy of `message`, bounded for tool output; marks `flags`. `scan=False` skips
-    the redaction scan (the message is known to hold nothing credential-like)."""
+    the redaction scan (the message is known to hold nothing credential-like). Content that
+    needs no change is shared with `message`, not copied."""
     flags.scan = scan
     out = dict(message)
     for key in _DROPPED_KEYS:
@@ -193,7 +212,7 @@ def sanitize_message(message: dict, flags: Flags, *, scan: bool = True) -> dict:
     content = out.get("content")
     if isinstance(content, str):
         out["content"] = flags.text(content)
-    elif isinstance(content, list):
+    elif isinstance(content, list) and (scan or not all(map(_block_unchanged, content))):
         out["content"] = [_sanitize_block(b, flags) for b in content]
     if isinstance(out.get("text"), str):
         out["text"] = flags.text(out["text"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import reduce
-from operator import or_
+from operator import itemgetter, or_
 
 import orjson
 from django.db import connection
@@ -114,6 +114,8 @@ def bound(messages: list[tuple[dict, bool]]) -> Bounded:
     )
 
 
+# The newest `count` messages of each session (one backward index scan each), toolResult ones
+# then dropped. No ORDER BY: rows are grouped per session in Python and each group sorted there.
 _LAST_N_LATERAL = """
     SELECT m.session_id, {columns}
     FROM unnest(%s::bigint[]) AS wanted(session_id)
@@ -121,29 +123,40 @@ _LAST_N_LATERAL = """
         SELECT * FROM sessions_app_message
         WHERE session_id = wanted.session_id ORDER BY seq DESC LIMIT %s
     ) AS m
-    ORDER BY m.session_id, m.seq
+    WHERE m.role <> 'toolResult'
 """
+# Per READ_COLUMNS entry: usage is not read (previews are sanitised, which drops it) and an
+# empty `extra` comes back as NULL, which payload_from_values() treats the same and which needs
+# no decoding.
+_LAST_N_COLUMNS = ", ".join(
+    {"usage": "NULL", "extra": "NULLIF(m.extra, '{}'::jsonb)"}.get(c, f"m.{c}")
+    for c in READ_COLUMNS
+)
 _JSON_COLUMNS = tuple(
     i
     for i, name in enumerate(Message.TRANSCRIPT_COLUMNS)
-    if name in ("content", "provenance", "usage", "extra")
+    if name in ("content", "provenance", "extra")
 )
 
 
 def _last_rows_postgresql(wanted: list[Session], count: int) -> list[tuple]:
-    """(session_id, *READ_COLUMNS) rows; jsonb arrives as text and is decoded here (orjson),
-    which is several times cheaper than model instances for a page of a thousand messages.
-    `usage` is not decoded: list previews are sanitised, which drops it."""
-    columns = ", ".join("NULL" if c == "usage" else f"m.{c}" for c in READ_COLUMNS)
+    """(session_id, *READ_COLUMNS) rows without toolResult ones, grouped by session, in seq
+    order within each. jsonb arrives as text and is decoded here (orjson), several times cheaper
+    than model instances for a page of a thousand messages."""
     with connection.cursor() as cursor:
-        cursor.execute(_LAST_N_LATERAL.format(columns=columns), [[s.pk for s in wanted], count])
+        cursor.execute(
+            _LAST_N_LATERAL.format(columns=_LAST_N_COLUMNS), [[s.pk for s in wanted], count]
+        )
         raw_rows = cursor.fetchall()
+    raw_rows.sort(key=itemgetter(0, 1))
+    loads = orjson.loads
     rows = []
-    for session_id, *values in raw_rows:
+    for row in raw_rows:
+        values = list(row)
         for i in _JSON_COLUMNS:
-            if values[i] is not None:
-                values[i] = orjson.loads(values[i])
-        rows.append((session_id, *values))
+            if values[i + 1] is not None:
+                values[i + 1] = loads(values[i + 1])
+        rows.append(values)
     return rows
 
 
@@ -164,18 +177,16 @@ def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dic
         ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - count) for s in wanted]
         rows = (
             Message.objects.filter(reduce(or_, ranges))
+            .exclude(role=TOOL_RESULT)
             .order_by("session_id", "seq")
             .values_list("session_id", *READ_COLUMNS)
         )
-    role = 1 + Message.TRANSCRIPT_COLUMNS.index("role")
     flags = sanitize.Flags()
+    sanitize_message = sanitize.sanitize_message
+    scan_at = 1 + len(Message.TRANSCRIPT_COLUMNS)
     for row in rows:
-        if row[role] == TOOL_RESULT:
-            continue
         found.setdefault(row[0], []).append(
-            sanitize.sanitize_message(
-                payload_from_values(row[1:]), flags, scan=scan_needed(row[1:])
-            )
+            sanitize_message(payload_from_values(row[1:]), flags, scan=row[scan_at] is not False)
         )
     return found
 

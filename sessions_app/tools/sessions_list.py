@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
+
 from .. import keys, transcript, visibility
 from ..args import Args
 from ..identity import Requester
 from ..models import Agent, Session, now_ms
-from ..rows import light_rows, session_row
+from ..rows import page_rows, session_row
 
 ARGS = frozenset(
     {
@@ -53,12 +55,8 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     )
 
     settings = requester.key_settings
-    policy = visibility.policy_for(requester)
-    agent_ids = None
-    if policy.visibility == "all" and policy.a2a_enabled:
-        agent_ids = list(Agent.objects.values_list("id", flat=True))
     qs = Session.objects.listable(settings=settings).filter(
-        visibility.visible_q(policy, agent_ids=agent_ids)
+        visible_filter(visibility.policy_for(requester))
     )
     if archived is False:
         qs = qs.active()
@@ -75,27 +73,16 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     if search:
         qs = qs.filter(search_q(search))
 
-    page = light_rows(qs.by_activity()[offset : offset + limit_applied + 1])
+    page = page_rows(qs.by_activity()[offset : offset + limit_applied + 1])
     has_more = len(page) > limit_applied
     page = page[:limit_applied]
-
-    children: dict[str, list[str]] = {}
-    if page:
-        child_rows = (
-            Session.objects.active()
-            .filter(spawned_by__in=[s.key for s in page])
-            .order_by("-updated_at")
-            .values_list("spawned_by", "key")
-        )
-        for parent, child in child_rows:
-            children.setdefault(parent, []).append(child)
     messages = transcript.last_messages(page, message_limit) if message_limit else None
 
     rows = [
         session_row(
             s,
             settings=settings,
-            children=children.get(s.key, []),
+            children=s.children,
             messages=(messages.get(s.pk, []) if messages is not None else None),
         )
         for s in page
@@ -112,9 +99,20 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     return result
 
 
-def search_q(text: str):
-    from django.db.models import Q
+def visible_filter(policy: visibility.Policy):
+    """visibility.visible_q(), reading the agent ids only when the allow list needs them: with
+    `all`, agent-to-agent on and an allow list that admits everyone (empty or "*"), every agent
+    is visible and the list needs no agent filter (and no query to find that out)."""
+    if policy.visibility == "all" and policy.a2a_enabled and not policy.restrict_to_spawned:
+        if not policy.a2a_allow or any(p.strip() == "*" for p in policy.a2a_allow):
+            return Q()
+        return visibility.visible_q(
+            policy, agent_ids=list(Agent.objects.values_list("id", flat=True))
+        )
+    return visibility.visible_q(policy)
 
+
+def search_q(text: str) -> Q:
     q = (
         Q(key__icontains=text)
         | Q(label__icontains=text)

@@ -243,6 +243,12 @@ def test_rest_list_takes_the_same_parameters(agent_main, see_all):
     assert body["count"] == 1 and body["hasMore"] is True
 
 
+def page_queries() -> int:
+    from django.db import connection
+
+    return 1 if connection.vendor == "postgresql" else 2
+
+
 def _requester():
     from sessions_app.identity import requester_for
     from sessions_app.models import ApiKey
@@ -264,7 +270,9 @@ def test_query_count_does_not_grow_with_rows(
 
     fill(2)
     requester = _requester()
-    expected = 2 if message_limit == 0 else 3  # sessions, children, last messages
+    # the page with its children (PostgreSQL: one statement; elsewhere: sessions, children),
+    # then the last messages
+    expected = page_queries() + (1 if message_limit else 0)
     with django_assert_num_queries(expected):
         small = sessions_list(requester=requester, args={"messageLimit": message_limit})
     fill(40)
@@ -280,3 +288,75 @@ def test_http_list_query_count_is_fixed(agent_main, see_all, django_assert_max_n
     # key lookup, settings, sessions, children, last messages
     with django_assert_max_num_queries(5):
         assert agent_main.details("sessions_list", {"messageLimit": 5})["count"] == 30
+
+
+@pytest.mark.parametrize(
+    ("allow", "agents_read"),
+    [
+        ([], 0),  # the page and the last messages: every agent is visible, none is read
+        (["*"], 0),
+        (["main", "res*"], 1),  # + the agent ids, to spell out the visible ones
+    ],
+)
+def test_all_visibility_reads_agents_only_for_a_restrictive_allow_list(
+    agent_main, agents, django_assert_num_queries, allow, agents_read
+):
+    set_config(visibility="all", a2a_enabled=True, a2a_allow=allow)
+    for key in ("main", "agent:research:main", "agent:other:main"):
+        add_messages(make_session(key), user("hi"), tool_result("t"), assistant("yo"))
+    requester = _requester()
+    from sessions_app.tools import sessions_list
+
+    with django_assert_num_queries(page_queries() + 1 + agents_read):
+        details = sessions_list(requester=requester, args={"messageLimit": 2})
+    listed = {row["key"]: row["messages"] for row in details["sessions"]}
+    assert set(listed) == (
+        {"agent:main:main", "agent:research:main"}
+        if agents_read
+        else {"agent:main:main", "agent:research:main", "agent:other:main"}
+    )
+    # the last two are the toolResult (dropped) and the assistant reply
+    assert all([m["role"] for m in messages] == ["assistant"] for messages in listed.values())
+
+
+def test_message_previews_are_sanitised_like_history(agent_main, see_all):
+    session = make_session("main")
+    add_messages(
+        session,
+        user("x" * 5000),
+        assistant("token=abcdefghijklmnopqrstuvwx"),
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+                {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                {"type": "text", "text": "short"},
+            ],
+            "usage": {"input": 1, "output": 2},
+            "cost": 0.1,
+        },
+    )
+    row = agent_main.details("sessions_list", {"messageLimit": 3})["sessions"][0]
+    long_text, secret, blocks = row["messages"]
+    assert len(long_text["content"]) == 4000 and long_text["content"].endswith("…(truncated)…")
+    assert secret["content"][0]["text"] == "token=abcdef…uvwx"
+    assert "usage" not in blocks and "cost" not in blocks
+    assert blocks["content"] == [
+        {"type": "thinking", "thinking": "hmm"},
+        {"type": "image", "mimeType": "image/png", "omitted": True, "bytes": 8},
+        {"type": "text", "text": "short"},
+    ]
+
+
+def test_child_sessions_are_the_active_ones_newest_first(agent_main, see_all):
+    parent = make_session("main")
+    now = now_ms()
+    make_session("agent:main:subagent:old", spawnedBy=parent.key, updatedAt=now - 5_000)
+    make_session("agent:main:subagent:new", spawnedBy=parent.key, updatedAt=now - 1_000)
+    make_session("agent:main:subagent:gone", spawnedBy=parent.key, updatedAt=now).archive()
+    rows = {r["key"]: r for r in agent_main.details("sessions_list")["sessions"]}
+    assert rows["agent:main:main"]["childSessions"] == [
+        "agent:main:subagent:new",
+        "agent:main:subagent:old",
+    ]
+    assert rows["agent:main:subagent:new"]["childSessions"] == []
