@@ -150,10 +150,13 @@ def phase_list(args) -> dict:
         }
     )
     if has_search_indexes():
-        for name, query in (
+        searches = (
             ("search: a key part", "q=telegram"),
-            ("search: two words", "q=deploy+logs"),
-        ):
+            ("search: a word in many messages", "q=rollback"),
+            ("search: two words in many messages", "q=deploy+logs"),
+            ("search: no match", "q=zzqx"),
+        )
+        for name, query in searches:
             results.append(
                 {"case": name, **measure(f"/?{query}", requests=args.requests, warmup=args.warmup)}
             )

@@ -35,10 +35,13 @@ ERROR_STATUSES = ("failed", "timeout")
 class ListPage:
     rows: list[dict]  # session_row() dicts plus "_light" (the light row) and "_preview"
     next_cursor: Cursor | None
+    # The search left message text out (too many matches to read in time; search.bounded).
+    search_limited: bool = False
 
 
-def filtered_sessions(filters: dict, *, settings: keys.KeySettings):
-    """Sessions matching the list filters (cleaned ListFilterForm data), unordered."""
+def filtered_sessions(filters: dict, *, settings: keys.KeySettings, messages: bool = True):
+    """Sessions matching the list filters (cleaned ListFilterForm data), unordered; `messages`
+    False searches metadata only."""
     qs = Session.objects.listable(settings=settings)
     archived = filters.get("archived") or ""
     if archived == "":
@@ -57,7 +60,7 @@ def filtered_sessions(filters: dict, *, settings: keys.KeySettings):
         qs = qs.filter(run_status__in=ERROR_STATUSES)
     text = (filters.get("q") or "").strip()
     if text:
-        qs = qs.filter(search.search_q(text))
+        qs = qs.filter(search.search_q(text, messages=messages))
     return qs
 
 
@@ -71,14 +74,22 @@ def list_page(
 ) -> ListPage:
     """One page of rows, newest activity first; `only_keys` narrows it to those sessions (the
     live update of single rows)."""
-    qs = filtered_sessions(filters, settings=settings)
-    if cursor is not None:
-        qs = qs.filter(
-            Q(updated_at__lt=cursor.updated_at) | Q(updated_at=cursor.updated_at, id__lt=cursor.id)
-        )
-    if only_keys is not None:
-        qs = qs.filter(key__in=only_keys)
-    page = light_rows(qs.by_activity()[: limit + 1])
+
+    def fetch(messages: bool):
+        qs = filtered_sessions(filters, settings=settings, messages=messages)
+        if cursor is not None:
+            qs = qs.filter(
+                Q(updated_at__lt=cursor.updated_at)
+                | Q(updated_at=cursor.updated_at, id__lt=cursor.id)
+            )
+        if only_keys is not None:
+            qs = qs.filter(key__in=only_keys)
+        return light_rows(qs.by_activity()[: limit + 1])
+
+    if (filters.get("q") or "").strip():
+        page, search_limited = search.bounded(fetch)
+    else:
+        page, search_limited = fetch(True), False
     has_more = len(page) > limit
     page = page[:limit]
     children: dict[str, list[str]] = {}
@@ -100,7 +111,7 @@ def list_page(
         row["_preview"] = messages[-1] if messages else None
         rows.append(row)
     next_cursor = Cursor(page[-1].updated_at, page[-1].pk) if has_more else None
-    return ListPage(rows=rows, next_cursor=next_cursor)
+    return ListPage(rows=rows, next_cursor=next_cursor, search_limited=search_limited)
 
 
 # --- one transcript -------------------------------------------------------------------------

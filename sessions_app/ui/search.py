@@ -7,6 +7,11 @@ as typed). Matching messages are read through the index up to MESSAGE_MATCHES ro
 occurs in millions of messages costs a bounded scan, at the price of listing only the sessions of
 those first matches.
 
+A word frequent in the messages makes the index scan itself long (every match is read before the
+LIMIT applies), so a search runs with a bigger work_mem (an exact bitmap: a lossy one rechecks,
+i.e. re-parses, every message on its pages) and a statement timeout; when that expires the list
+is searched on key, label and display name only and the page says so (`bounded`).
+
 Elsewhere (SQLite): case-insensitive substring match of the whole query on key, label and display
 name, plus a scan of the newest FALLBACK_MESSAGE_WINDOW messages' text.
 """
@@ -15,19 +20,29 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
 MAX_TERMS = 8
-MESSAGE_MATCHES = 20_000
+MIN_PREFIX = 3  # shorter words match whole words only: "a:*" would match half the index
+MESSAGE_MATCHES = 10_000
 FALLBACK_MESSAGE_WINDOW = 50_000
+SEARCH_WORK_MEM = "32MB"
+SEARCH_TIMEOUT_MS = 2000
+T = TypeVar("T")
 
-_PG_SQL = """
+_PG_METADATA_SQL = """
 SELECT id FROM sessions_app_session
 WHERE to_tsvector('simple'::regconfig, key || ' ' || label || ' ' || display_name)
       @@ to_tsquery('simple'::regconfig, %s)
+"""
+_PG_SQL = (
+    _PG_METADATA_SQL
+    + """
 UNION
 SELECT session_id FROM (
     SELECT session_id FROM sessions_app_message
@@ -36,6 +51,7 @@ SELECT session_id FROM (
     LIMIT %s
 ) AS matched
 """
+)
 
 _FALLBACK_SQL = """
 SELECT session_id FROM sessions_app_message
@@ -51,10 +67,9 @@ def tsquery(text: str) -> str | None:
     parser then splits it as it split the indexed text (`agent:main:dev` → a phrase).
     """
     terms = []
-    for raw in text.split():
-        term = raw.replace("'", " ").replace("\\", " ").strip()
+    for term in re.split(r"[\s'\\]+", text):
         if term and re.search(r"\w", term):
-            terms.append(f"'{term}':*")
+            terms.append(f"'{term}':*" if len(term) >= MIN_PREFIX else f"'{term}'")
         if len(terms) == MAX_TERMS:
             break
     return " & ".join(terms) or None
@@ -65,13 +80,16 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def search_q(text: str) -> Q:
-    """A filter on Session for `text` (already stripped, non-empty)."""
+def search_q(text: str, *, messages: bool = True) -> Q:
+    """A filter on Session for `text` (already stripped, non-empty); `messages=False` leaves
+    the message text out (PostgreSQL)."""
     if connection.vendor == "postgresql":
         query = tsquery(text)
         if query is None:
             # Only punctuation: nothing for full-text search to look up; match keys literally.
             return Q(key__icontains=text)
+        if not messages:
+            return Q(id__in=RawSQL(_PG_METADATA_SQL, [query]))
         return Q(id__in=RawSQL(_PG_SQL, [query, query, MESSAGE_MATCHES]))
     # Message content is stored as JSON text, where non-ASCII and quotes are escaped; search for
     # the text as it is stored.
@@ -82,3 +100,22 @@ def search_q(text: str) -> Q:
         | Q(display_name__icontains=text)
         | Q(id__in=RawSQL(_FALLBACK_SQL, [FALLBACK_MESSAGE_WINDOW, _like_pattern(stored)]))
     )
+
+
+def bounded(fetch: Callable[[bool], T]) -> tuple[T, bool]:
+    """Run `fetch(messages=True)` under the search limits; when it times out, `fetch(False)`.
+    Returns (result, whether message text was left out)."""
+    if connection.vendor != "postgresql":
+        return fetch(True), False
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SET LOCAL work_mem = '{SEARCH_WORK_MEM}'; "
+                f"SET LOCAL statement_timeout = {SEARCH_TIMEOUT_MS}"
+            )
+        try:
+            with transaction.atomic():
+                return fetch(True), False
+        except OperationalError:  # the statement timeout (QueryCanceled)
+            pass
+        return fetch(False), True

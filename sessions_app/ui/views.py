@@ -80,6 +80,7 @@ def _list_context(request, form: ListFilterForm, settings: keys.KeySettings) -> 
         "filter_query": urlencode(params),
         "next_url": next_url,
         "is_first_page": data.get("after") is None,
+        "search_limited": page.search_limited,
     }
 
 

@@ -3,8 +3,10 @@
 import re
 
 import pytest
+from django.db import connection
 
 from sessions_app.models import Session, now_ms
+from sessions_app.ui import search
 from tests.conftest import add_messages, assistant, make_session, tool_result, user
 
 
@@ -225,3 +227,41 @@ def test_rows_fragment_query_count(viewer, world, django_assert_num_queries):
 
 def test_list_accepts_only_get(viewer, world):
     assert viewer.post("/").status_code == 405
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL full-text search")
+def test_a_search_that_runs_out_of_time_falls_back_to_metadata_and_says_so(
+    viewer, world, monkeypatch
+):
+    slow = search._PG_METADATA_SQL + (
+        " UNION SELECT session_id FROM sessions_app_message, pg_sleep(1)"
+        " WHERE to_tsquery('simple', %s) IS NOT NULL LIMIT %s"
+    )
+    monkeypatch.setattr(search, "_PG_SQL", slow)
+    monkeypatch.setattr(search, "SEARCH_TIMEOUT_MS", 100)
+    response = viewer.get("/?q=daily")
+    assert response.status_code == 200
+    assert keys_on(response) == ["agent:main:cron:daily"]  # by its key and label
+    assert b"Too many messages contain these words" in response.content
+    monkeypatch.undo()
+    assert b"Too many" not in viewer.get("/?q=daily").content
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL full-text search")
+def test_the_search_indexes_exist_and_are_used(world):
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute(
+            "EXPLAIN SELECT session_id FROM sessions_app_message WHERE "
+            "to_tsvector('simple'::regconfig, sessions_app_message_text(content)) "
+            "@@ to_tsquery('simple'::regconfig, 'nightly:*')"
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("SET enable_seqscan = on")
+    assert "message_text_search" in plan
+
+
+def test_short_words_match_whole_words_only_longer_ones_as_prefixes():
+    assert search.tsquery("ab deploy") == "'ab' & 'deploy':*"
+    assert search.tsquery("it's a:b|c") == "'it' & 's' & 'a:b|c':*"
+    assert search.tsquery("!!! ...") is None
