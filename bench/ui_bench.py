@@ -4,6 +4,7 @@
     .venv/bin/python bench/ui_bench.py [--requests 50] [--warmup 5]
         [--list-db postgres://postgres@127.0.0.1:5432/bench]
         [--transcript-db postgres://postgres@127.0.0.1:5432/uibench] [--messages 10000]
+        [--label NAME]
 
 Two phases, each in its own process (the database is chosen at Django setup):
 
@@ -166,7 +167,7 @@ def phase_list(args) -> dict:
     if deep:
         results.append(
             {
-                "case": f"transcript: first page of {deep[1]:,} messages",
+                "case": f"transcript: deepest bench session ({deep[1]:,} messages), first page",
                 **measure(f"/sessions/{deep[0]}/", requests=args.requests, warmup=args.warmup),
             }
         )
@@ -312,6 +313,7 @@ def main():
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--list-db", default=DEFAULT_LIST_DB)
     parser.add_argument("--transcript-db", default=DEFAULT_TRANSCRIPT_DB)
+    parser.add_argument("--label", help="write ui-<backend>-<label>.json instead")
     parser.add_argument("--phase", choices=["list", "transcript"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase == "list":
@@ -335,7 +337,8 @@ def main():
         "cases": listed["cases"] + long["cases"],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"ui-{backend}.json").write_text(json.dumps(result, indent=2))
+    name = f"ui-{backend}-{args.label}.json" if args.label else f"ui-{backend}.json"
+    (RESULTS / name).write_text(json.dumps(result, indent=2))
     print(f"{listed['sessions']:,} sessions; {args.requests} timed requests per case\n")
     print(table(result["cases"]))
 
