@@ -41,10 +41,25 @@ CONTEXT_MESSAGES = 50
 # --- starting ---------------------------------------------------------------------------------
 
 
+_broker: tuple[int, object] | None = None  # (pid, broker): a forked worker makes its own
+
+
+def task_broker():
+    """The django-q broker of this process. async_task() would build a new one for every task,
+    and with Redis that is a new client and TCP connection per enqueue; redis-py's client is
+    thread-safe and the ORM broker holds no connection of its own, so one per process serves."""
+    global _broker
+    if _broker is None or _broker[0] != os.getpid():
+        from django_q.brokers import get_broker
+
+        _broker = (os.getpid(), get_broker())
+    return _broker[1]
+
+
 def enqueue(run_id) -> None:
     from django_q.tasks import async_task
 
-    async_task(TASK, str(run_id), q_options={"task_name": f"run-{run_id}"})
+    async_task(TASK, str(run_id), q_options={"task_name": f"run-{run_id}", "broker": task_broker()})
 
 
 def start_run(
@@ -217,7 +232,9 @@ def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
 
 
 def abort_checker(run: Run):
-    state = {"checked": 0.0}
+    # The run was claimed (queued → running) just before the turn started: the first check
+    # within ABORT_CHECK_SECONDS of that needs no query.
+    state = {"checked": time.monotonic()}
 
     def check_abort():
         if run.deadline and timezone.now() >= run.deadline:
@@ -277,14 +294,15 @@ def retrying(operation):
     raise AssertionError("unreachable")
 
 
-def lock_sessions(run: Run) -> None:
+def lock_sessions(run: Run) -> dict[str, Session]:
     """Lock every session this finish may write (its own, and the flow's requester and target,
     where follow-up steps go) in primary-key order, so two finishing runs can never lock the
-    same two sessions the other way round (a PostgreSQL deadlock)."""
+    same two sessions the other way round (a PostgreSQL deadlock). Returns them by key, read
+    under the lock, so the follow-ups need not look them up again."""
     flow = run.flow or {}
     wanted = [k for k in (flow.get("requester"), flow.get("target")) if k]
     rows = Session.objects.filter(Q(pk=run.session_id) | Q(key__in=wanted))
-    list(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
+    return {s.key: s for s in rows.select_for_update().order_by("pk")}
 
 
 def complete_run(run: Run, output: TurnOutput) -> str:
@@ -301,7 +319,7 @@ def complete_run(run: Run, output: TurnOutput) -> str:
         # Messages are rebuilt on each attempt: a rolled-back attempt may have given them seqs.
         messages = [store.read_message(i, m) for i, m in enumerate(output.messages)]
         with transaction.atomic():
-            lock_sessions(run)
+            locked = lock_sessions(run)
             if not run.mark_finished(Run.OK, reply=output.reply, usage=output.usage or None):
                 return "discarded"
             if messages:
@@ -309,8 +327,10 @@ def complete_run(run: Run, output: TurnOutput) -> str:
                 Run.objects.filter(pk=run.pk).update(reply_seq=last)
                 run.reply_seq = last
             add_usage(run.session_id, output.usage)
-            after_finish(run)
+            # Before after_finish(): on-commit callbacks run in order, so the waiter's hint goes
+            # out before the follow-up runs are enqueued.
             transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
+            after_finish(run, locked)
         return Run.OK
 
     return retrying(store_reply)
@@ -321,11 +341,11 @@ def finish_run(run: Run, status: str, *, error: str = "") -> bool:
 
     def finish():
         with transaction.atomic():
-            lock_sessions(run)
+            locked = lock_sessions(run)
             if not run.mark_finished(status, error=error):
                 return False
-            after_finish(run)
             transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
+            after_finish(run, locked)
         return True
 
     return retrying(finish)
@@ -349,8 +369,9 @@ def add_usage(session_id: int, usage: dict | None) -> None:
     )
 
 
-def after_finish(run: Run) -> None:
-    """Follow-up steps, in the finishing transaction (so they are never lost between steps)."""
+def after_finish(run: Run, sessions: dict[str, Session]) -> None:
+    """Follow-up steps, in the finishing transaction (so they are never lost between steps).
+    `sessions`: the sessions lock_sessions() locked, by key."""
     from . import flows
 
-    flows.after_finish(run)
+    flows.after_finish(run, sessions)

@@ -18,20 +18,23 @@ from .chain import continue_chain, turns_used
 log = logging.getLogger("openclaw.runs")
 
 
-def after_finish(run: Run) -> None:
+def after_finish(run: Run, sessions: dict[str, Session] | None = None) -> None:
+    """`sessions`: sessions already read in the finishing transaction, by key (the engine
+    locks the run's own and the flow's requester and target first); others are looked up."""
     flow = run.flow or {}
     kind = flow.get("type")
     if kind == "a2a":
+        known = sessions or {}
         if run.kind == "send":
-            _a2a_after_primary(run, flow)
+            _a2a_after_primary(run, flow, known)
         elif run.kind == "step":
-            _a2a_after_step(run, flow)
+            _a2a_after_step(run, flow, known)
         elif run.kind == "announce":
             _a2a_after_announce(run, flow)
     elif kind == "spawn":
         _spawn_after_child(run, flow)
     elif kind == "subagent_announce":
-        _spawn_after_announce(run, flow)
+        _spawn_after_announce(run, flow, sessions or {})
     elif run.kind == "ingest":
         _deliver_reply(run)
 
@@ -45,37 +48,43 @@ def _deliver(session: Session, text: str, *, kind: str, run: Run):
 # --- sessions_send: reply loop and announce -------------------------------------------------------
 
 
-def _a2a_after_primary(run: Run, flow: dict) -> None:
+def _a2a_after_primary(run: Run, flow: dict, known: dict[str, Session]) -> None:
     reply = run.reply.strip() if run.status == Run.OK else ""
     if not reply:
         return  # no reply: no ping-pong and no announce (reference §4.5 step 1)
     flow = {**flow, "round1": reply, "latest": reply, "turn": 0}
-    _a2a_next(run, flow)
+    _a2a_next(run, flow, known)
 
 
-def _a2a_after_step(run: Run, flow: dict) -> None:
+def _a2a_after_step(run: Run, flow: dict, known: dict[str, Session]) -> None:
     reply = run.reply.strip() if run.status == Run.OK else ""
     if not reply or reply == REPLY_SKIP:
-        _a2a_announce(run, flow)
+        _a2a_announce(run, flow, known)
         return
-    _a2a_next(run, {**flow, "latest": reply})
+    _a2a_next(run, {**flow, "latest": reply}, known)
 
 
-def _a2a_next(run: Run, flow: dict) -> None:
+def session_by_key(key: str, known: dict[str, Session]) -> Session | None:
+    if not key:
+        return None
+    session = known.get(key)
+    return session if session is not None else Session.objects.filter(key=key).first()
+
+
+def _a2a_next(run: Run, flow: dict, known: dict[str, Session]) -> None:
     requester, target = flow.get("requester") or "", flow["target"]
     turn = int(flow.get("turn") or 0) + 1
     max_turns = int(flow.get("maxTurns") or 0)
-    config = GatewayConfig.load()
     can_step = (
         turn <= max_turns
         and requester
         and requester != target
-        and turns_used(run.chain_id) < config.chain_max_turns
+        and turns_used(run.chain_id) < GatewayConfig.load().chain_max_turns
     )
     speaker_key = requester if turn % 2 else target
-    speaker = Session.objects.filter(key=speaker_key).first() if can_step else None
+    speaker = session_by_key(speaker_key, known) if can_step else None
     if speaker is None:
-        _a2a_announce(run, flow)
+        _a2a_announce(run, flow, known)
         return
     from .engine import start_run
 
@@ -109,8 +118,8 @@ def _a2a_next(run: Run, flow: dict) -> None:
     )
 
 
-def _a2a_announce(run: Run, flow: dict) -> None:
-    target = Session.objects.filter(key=flow["target"]).first()
+def _a2a_announce(run: Run, flow: dict, known: dict[str, Session]) -> None:
+    target = session_by_key(flow["target"], known)
     if target is None:
         return
     from .engine import start_run
@@ -201,12 +210,12 @@ def _spawn_after_child(run: Run, flow: dict) -> None:
     )
 
 
-def _spawn_after_announce(run: Run, flow: dict) -> None:
+def _spawn_after_announce(run: Run, flow: dict, known: dict[str, Session]) -> None:
     outcome = flow.get("outcome") or {}
     reply = run.reply.strip() if run.status == Run.OK else ""
     child = run.session
     if reply != ANNOUNCE_SKIP:
-        requester = Session.objects.filter(key=flow.get("requester") or "").first()
+        requester = session_by_key(flow.get("requester") or "", known)
         if requester is not None:
             report = subagent_report(child, outcome, notes=reply or _notes_when_silent(run))
             message = store.read_message(

@@ -2,32 +2,36 @@
 and also polls, so a lost hint only delays.
 
 With REDIS_URL the hint is a Redis PUBLISH on `openclaw:run:<id>` (milliseconds across
-processes); without it there is nothing to publish and waiters poll.
+processes), through one client per process; waiters listen with one connection per event loop
+(wait.py). Without Redis there is nothing to publish and waiters poll.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 
 from django.conf import settings
 
 log = logging.getLogger("openclaw.runs")
-_client = None
+RUN_CHANNEL_PREFIX = "openclaw:run:"
+_client: tuple[int, object] | None = None  # (pid, client): a forked worker makes its own
 
 
 def run_channel(run_id) -> str:
-    return f"openclaw:run:{run_id}"
+    return f"{RUN_CHANNEL_PREFIX}{run_id}"
 
 
 def _redis():
     global _client
-    if _client is None:
+    if _client is None or _client[0] != os.getpid():
         import redis
 
-        _client = redis.Redis.from_url(
-            settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
+        _client = (
+            os.getpid(),
+            redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2),
         )
-    return _client
+    return _client[1]
 
 
 def run_finished(run_id) -> None:

@@ -1,21 +1,32 @@
-"""Waiting for a run in async code, holding no thread and no database connection: poll the run by
-primary key, and wake early on a Redis pub/sub hint when REDIS_URL is set. On the embedded
-default the poll (50 ms doubling to 250 ms) carries it; with Redis the hint arrives in
-milliseconds."""
+"""Waiting for a run in async code, holding no thread and no database connection between reads.
+
+The database is the truth; a hint only says "read it now". With REDIS_URL, each event loop keeps
+one Redis connection subscribed to every run's finish channel (`openclaw:run:*`) and wakes the
+waits of this process from it: no connection or SUBSCRIBE per wait, and a wait reads the run
+when its hint arrives (and every second, in case a hint was lost). Without Redis, or while Redis
+is unreachable, a wait reads the run every 50 ms.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import weakref
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
 from ..models import Run
-from .notify import run_channel
+from .notify import RUN_CHANNEL_PREFIX
 
-MAX_POLL_SECONDS = 0.25
+log = logging.getLogger("openclaw.runs")
+
+POLL_SECONDS = 0.05  # without hints
+HINTED_POLL_SECONDS = 1.0  # with hints: a lost one costs at most this
+CONNECT_TIMEOUT_SECONDS = 2
+RETRY_AFTER_SECONDS = 5  # after Redis failed, poll for this long before connecting again
 
 
 def _load(run_id):
@@ -27,49 +38,133 @@ def _load(run_id):
         connection.close()
 
 
-@contextlib.asynccontextmanager
-async def _hints(run_id):
-    """A subscription to the run's finish hint, or None without Redis (or if Redis is down)."""
-    if not settings.REDIS_URL:
-        yield None
-        return
-    import redis.asyncio as aioredis
+class HintHub:
+    """The finish hints of one event loop: one pub/sub connection, pattern-subscribed, whose
+    reader task sets the asyncio.Event of every wait registered for the run."""
 
-    client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2)
-    pubsub = client.pubsub()
-    try:
-        await pubsub.subscribe(run_channel(run_id))
-    except Exception:
-        await client.aclose()
-        yield None
+    def __init__(self):
+        self.waiters: dict[str, set[asyncio.Event]] = {}
+        self.task: asyncio.Task | None = None
+        self.ready: asyncio.Future | None = None
+        self.retry_at = 0.0
+
+    async def subscribe(self, run_id: str) -> asyncio.Event | None:
+        """An event set when the run's finish hint arrives; None when there are no hints (call
+        unsubscribe() either way). Registered before it returns, so a hint published after
+        this call is never missed."""
+        event = asyncio.Event()
+        self.waiters.setdefault(run_id, set()).add(event)
+        if await self._connected():
+            return event
+        self.unsubscribe(run_id, event)
+        return None
+
+    def unsubscribe(self, run_id: str, event: asyncio.Event | None) -> None:
+        events = self.waiters.get(run_id)
+        if events is not None and event is not None:
+            events.discard(event)
+            if not events:
+                del self.waiters[run_id]
+
+    async def stop(self) -> None:
+        """Close the connection (the hub starts again on the next wait)."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+    @property
+    def alive(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    async def _connected(self) -> bool:
+        loop = asyncio.get_running_loop()
+        if not self.alive:
+            if loop.time() < self.retry_at:
+                return False
+            self.ready = loop.create_future()
+            self.task = loop.create_task(self._listen(self.ready), name="openclaw-run-hints")
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.ready), CONNECT_TIMEOUT_SECONDS)
+        except TimeoutError:
+            return False
+
+    async def _listen(self, ready: asyncio.Future) -> None:
+        import redis.asyncio as aioredis
+
+        loop = asyncio.get_running_loop()
+        client = aioredis.Redis.from_url(
+            settings.REDIS_URL, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS
+        )
+        pubsub = client.pubsub()
+        prefix = RUN_CHANNEL_PREFIX.encode()
+        try:
+            await pubsub.psubscribe(RUN_CHANNEL_PREFIX + "*")
+            async for message in pubsub.listen():
+                if message["type"] == "pmessage":
+                    run_id = message["channel"][len(prefix) :].decode()
+                    for event in self.waiters.get(run_id, ()):
+                        event.set()
+                elif message["type"] == "psubscribe" and not ready.done():
+                    ready.set_result(True)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("run finish hints unavailable; waits poll the database", exc_info=True)
+            self.retry_at = loop.time() + RETRY_AFTER_SECONDS
+        finally:
+            if not ready.done():
+                ready.set_result(False)
+            # Wake every wait: each reads its run once more, then polls (the hub is gone).
+            for events in self.waiters.values():
+                for event in events:
+                    event.set()
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+                await client.aclose()
+
+
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HintHub] = weakref.WeakKeyDictionary()
+
+
+def hint_hub() -> HintHub:
+    """The hub of the running event loop (a Redis connection belongs to one loop)."""
+    loop = asyncio.get_running_loop()
+    hub = _hubs.get(loop)
+    if hub is None:
+        hub = _hubs[loop] = HintHub()
+    return hub
+
+
+@contextlib.asynccontextmanager
+async def _hint(run_id: str):
+    if not settings.REDIS_URL:
+        yield None, None
         return
+    hub = hint_hub()
+    event = None
     try:
-        yield pubsub
+        event = await hub.subscribe(run_id)
+        yield hub, event
     finally:
-        with contextlib.suppress(Exception):
-            await pubsub.aclose()
-            await client.aclose()
+        hub.unsubscribe(run_id, event)
 
 
 async def wait_for_run(run_id, timeout: float) -> Run | None:
     """The run once finished, or as it stands when `timeout` seconds have passed."""
+    if timeout <= 0:
+        return await sync_to_async(_load)(run_id)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + max(0.0, timeout)
-    async with _hints(run_id) as hints:
-        interval = 0.05
+    deadline = loop.time() + timeout
+    async with _hint(str(run_id)) as (hub, event):
         while True:
             run = await sync_to_async(_load)(run_id)
             remaining = deadline - loop.time()
             if run is None or run.finished or remaining <= 0:
                 return run
-            pause = min(interval, remaining)
-            hint = None
-            if hints is not None:
-                try:
-                    hint = await hints.get_message(ignore_subscribe_messages=True, timeout=pause)
-                except Exception:
-                    hints = None  # Redis went away: keep polling
-            if hint is None:
-                if hints is None:
-                    await asyncio.sleep(pause)
-                interval = min(interval * 2, MAX_POLL_SECONDS)
+            if event is not None and hub.alive:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), min(HINTED_POLL_SECONDS, remaining))
+                event.clear()
+            else:
+                await asyncio.sleep(min(POLL_SECONDS, remaining))

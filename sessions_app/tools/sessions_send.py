@@ -243,7 +243,13 @@ async def sessions_send_async(
     )
     if plan.result is not None:
         return plan.result
-    run = await wait_for_run(plan.run_id, plan.timeout) if plan.timeout else None
-    if run is None:
-        run = await sync_to_async(_load_run)(plan.run_id)
-    return await sync_to_async(send_result)(run, session_key=plan.session_key, timeout=plan.timeout)
+    if plan.timeout == 0:
+        # accepted: the result needs nothing from the run but its id
+        return {
+            "runId": plan.run_id,
+            "sessionKey": plan.session_key,
+            "status": "accepted",
+            "delivery": DELIVERY_PENDING,
+        }
+    run = await wait_for_run(plan.run_id, plan.timeout)
+    return send_result(run, session_key=plan.session_key, timeout=plan.timeout)
