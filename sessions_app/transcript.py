@@ -191,6 +191,47 @@ def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dic
     return found
 
 
+_CONTEXT = """
+    SELECT {columns} FROM sessions_app_message
+    WHERE session_id = %s {up_to} ORDER BY seq DESC LIMIT %s
+"""
+
+
+def context_messages(session_id: int, *, up_to: int | None, limit: int) -> list[dict]:
+    """The last `limit` messages up to seq `up_to` (all when None), oldest first, as raw
+    transcript messages (no `__openclaw`): what an agent's turn is given. On PostgreSQL read
+    with a plain cursor and decoded with orjson (a turn reads up to 50 messages)."""
+    if connection.vendor == "postgresql":
+        columns = ", ".join(Message.TRANSCRIPT_COLUMNS)
+        params = [session_id, limit] if up_to is None else [session_id, up_to, limit]
+        sql = _CONTEXT.format(columns=columns, up_to="" if up_to is None else "AND seq <= %s")
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        decoded = []
+        for row in rows:
+            values = list(row)
+            for i in _CONTEXT_JSON_COLUMNS:
+                if isinstance(values[i], str):
+                    values[i] = orjson.loads(values[i])
+            decoded.append(values)
+        rows = decoded
+    else:
+        qs = Message.objects.filter(session_id=session_id)
+        if up_to is not None:
+            qs = qs.filter(seq__lte=up_to)
+        rows = list(qs.order_by("-seq").values_list(*Message.TRANSCRIPT_COLUMNS)[:limit])
+    rows.reverse()
+    return [Message.transcript_from_values(*row) for row in rows]
+
+
+_CONTEXT_JSON_COLUMNS = tuple(
+    i
+    for i, name in enumerate(Message.TRANSCRIPT_COLUMNS)
+    if name in ("content", "provenance", "usage", "extra")
+)
+
+
 def export_jsonl(session: Session, *, batch_size: int = 1000):
     """The transcript as OpenClaw JSONL (reference §8.3): a session header, then one `message`
     entry per message chained by parentId. Streams in seq batches, so memory stays flat."""

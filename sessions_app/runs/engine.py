@@ -18,14 +18,13 @@ from datetime import timedelta
 from functools import partial
 
 from django.db import OperationalError, close_old_connections, connection, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone
 
 from .. import store
 from ..errors import Refusal, ToolError
 from ..identity import requester_for_session
-from ..models import Agent, Message, Run, Session, live_hint
+from ..models import Agent, Run, Session, live_hint
 from . import notify
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
 from .chain import Chain, current_run
@@ -216,19 +215,9 @@ def run_turn(run: Run) -> TurnOutput:
 def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
     """The transcript the turn sees: up to and including its own input message, so a turn never
     answers what another run appended to the same session after it was started."""
-    from ..transcript import READ_COLUMNS, payload_from_values
+    from ..transcript import context_messages
 
-    rows = Message.objects.filter(session=session)
-    if up_to is not None:
-        rows = rows.filter(seq__lte=up_to)
-    rows = list(rows.order_by("-seq").values_list(*READ_COLUMNS)[:CONTEXT_MESSAGES])
-    rows.reverse()
-    messages = []
-    for row in rows:
-        payload = payload_from_values(row)
-        payload.pop("__openclaw", None)
-        messages.append(payload)
-    return messages
+    return context_messages(session.pk, up_to=up_to, limit=CONTEXT_MESSAGES)
 
 
 def abort_checker(run: Run):
@@ -294,15 +283,14 @@ def retrying(operation):
     raise AssertionError("unreachable")
 
 
-def lock_sessions(run: Run) -> dict[str, Session]:
+def lock_sessions(run: Run) -> None:
     """Lock every session this finish may write (its own, and the flow's requester and target,
     where follow-up steps go) in primary-key order, so two finishing runs can never lock the
-    same two sessions the other way round (a PostgreSQL deadlock). Returns them by key, read
-    under the lock, so the follow-ups need not look them up again."""
+    same two sessions the other way round (a PostgreSQL deadlock)."""
     flow = run.flow or {}
     wanted = [k for k in (flow.get("requester"), flow.get("target")) if k]
     rows = Session.objects.filter(Q(pk=run.session_id) | Q(key__in=wanted))
-    return {s.key: s for s in rows.select_for_update().order_by("pk")}
+    list(rows.select_for_update().order_by("pk").values_list("pk", flat=True))
 
 
 def complete_run(run: Run, output: TurnOutput) -> str:
@@ -319,7 +307,7 @@ def complete_run(run: Run, output: TurnOutput) -> str:
         # Messages are rebuilt on each attempt: a rolled-back attempt may have given them seqs.
         messages = [store.read_message(i, m) for i, m in enumerate(output.messages)]
         with transaction.atomic():
-            locked = lock_sessions(run)
+            lock_sessions(run)
             if not run.mark_finished(Run.OK, reply=output.reply, usage=output.usage or None):
                 return "discarded"
             if messages:
@@ -330,7 +318,7 @@ def complete_run(run: Run, output: TurnOutput) -> str:
             # Before after_finish(): on-commit callbacks run in order, so the waiter's hint goes
             # out before the follow-up runs are enqueued.
             transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
-            after_finish(run, locked)
+            after_finish(run)
         return Run.OK
 
     return retrying(store_reply)
@@ -341,11 +329,11 @@ def finish_run(run: Run, status: str, *, error: str = "") -> bool:
 
     def finish():
         with transaction.atomic():
-            locked = lock_sessions(run)
+            lock_sessions(run)
             if not run.mark_finished(status, error=error):
                 return False
             transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
-            after_finish(run, locked)
+            after_finish(run)
         return True
 
     return retrying(finish)
@@ -362,16 +350,23 @@ def add_usage(session_id: int, usage: dict | None) -> None:
     tokens_in = int(usage.get("input") or 0)
     tokens_out = int(usage.get("output") or 0)
     total = int(usage.get("totalTokens") or tokens_in + tokens_out)
-    Session.objects.filter(pk=session_id).update(
-        input_tokens=Coalesce(F("input_tokens"), Value(0)) + tokens_in,
-        output_tokens=Coalesce(F("output_tokens"), Value(0)) + tokens_out,
-        total_tokens=Coalesce(F("total_tokens"), Value(0)) + total,
-    )
+    # Plain SQL: this runs in every finishing transaction, and building the ORM's version of it
+    # (three Coalesce(F()) expressions) cost more than the statement itself.
+    with connection.cursor() as cursor:
+        cursor.execute(_ADD_USAGE, [tokens_in, tokens_out, total, session_id])
 
 
-def after_finish(run: Run, sessions: dict[str, Session]) -> None:
-    """Follow-up steps, in the finishing transaction (so they are never lost between steps).
-    `sessions`: the sessions lock_sessions() locked, by key."""
+_ADD_USAGE = f"""
+    UPDATE {Session._meta.db_table} SET
+        input_tokens = COALESCE(input_tokens, 0) + %s,
+        output_tokens = COALESCE(output_tokens, 0) + %s,
+        total_tokens = COALESCE(total_tokens, 0) + %s
+    WHERE id = %s
+"""
+
+
+def after_finish(run: Run) -> None:
+    """Follow-up steps, in the finishing transaction (so they are never lost between steps)."""
     from . import flows
 
-    flows.after_finish(run, sessions)
+    flows.after_finish(run)

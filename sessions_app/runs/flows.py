@@ -18,13 +18,13 @@ from .chain import continue_chain, turns_used
 log = logging.getLogger("openclaw.runs")
 
 
-def after_finish(run: Run, sessions: dict[str, Session] | None = None) -> None:
-    """`sessions`: sessions already read in the finishing transaction, by key (the engine
-    locks the run's own and the flow's requester and target first); others are looked up."""
+def after_finish(run: Run) -> None:
     flow = run.flow or {}
     kind = flow.get("type")
+    # The run's own session, when it is loaded already (the worker loads it with the run), so
+    # a follow-up on it (the announce after a primary run) needs no lookup.
+    known = {run.session.key: run.session} if Run.session.is_cached(run) else {}
     if kind == "a2a":
-        known = sessions or {}
         if run.kind == "send":
             _a2a_after_primary(run, flow, known)
         elif run.kind == "step":
@@ -34,7 +34,7 @@ def after_finish(run: Run, sessions: dict[str, Session] | None = None) -> None:
     elif kind == "spawn":
         _spawn_after_child(run, flow)
     elif kind == "subagent_announce":
-        _spawn_after_announce(run, flow, sessions or {})
+        _spawn_after_announce(run, flow, known)
     elif run.kind == "ingest":
         _deliver_reply(run)
 

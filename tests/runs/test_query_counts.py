@@ -69,13 +69,14 @@ def test_a_send_without_reply_loop_takes_22_queries_then_15_for_the_announce(
 
 def test_with_the_reply_loop_a_step_and_the_announce_follow(key, django_assert_num_queries):
     plan = start_send(requester=requester(key, turns=5), args=SEND)
-    # as above, plus the chain's turn count and the settings before starting the step (the
-    # requester's session was read with the lock)
-    with django_assert_num_queries(24):
+    # as above, plus the chain's turn count, the settings and the requester's session before
+    # starting the step there
+    with django_assert_num_queries(25):
         assert execute_run(plan.run_id) == Run.OK
-    # the step answers REPLY_SKIP: the announce starts on the target
+    # the step answers REPLY_SKIP: the announce starts on the target (looked up: the step ran
+    # on the requester's session)
     step = next_run("step")
-    with django_assert_num_queries(22):
+    with django_assert_num_queries(23):
         assert execute_run(step) == Run.OK
     announce = next_run("announce")
     with django_assert_num_queries(15):
