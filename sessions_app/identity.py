@@ -6,6 +6,7 @@ key's scope, agent and pin, and loads the gateway settings once per request.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 from . import keys
@@ -104,4 +105,30 @@ def requester_for_session(session, *, config: GatewayConfig | None = None) -> Re
         sandboxed=bool(session.agent.sandboxed),
         scope=ApiKey.AGENT,
         config=config or GatewayConfig.load(),
+    )
+
+
+VIEWER = "viewer"
+
+
+def requester_for_user(user, *, config: GatewayConfig | None = None) -> Requester:
+    """A signed-in team member (the transcript browser, the admin): reads every session.
+
+    Team members see sessions as the admin's Viewers group does, whatever the agents' own
+    visibility settings, so the requester gets visibility `all` with agent-to-agent open. It
+    is read-only: the live endpoints built on it list, read and follow; they never send.
+    """
+    if not (user and user.is_active and user.has_perm("sessions_app.view_session")):
+        raise AccessDenied("This account may not view sessions")
+    base = config or GatewayConfig.load()
+    config = copy.copy(base)
+    config.visibility, config.a2a_enabled, config.a2a_allow = "all", True, []
+    settings = config.key_settings
+    agent_id = settings.default_agent_id
+    return Requester(
+        session_key=keys.main_session_key(agent_id, settings),
+        agent_id=agent_id,
+        sandboxed=False,
+        scope=VIEWER,
+        config=config,
     )

@@ -155,3 +155,19 @@ def visible_q(policy: Policy, *, agent_ids: list[str] | None = None) -> Q:
         # of sorting every visible session (an OR over agents defeats the index).
         return Q()
     return own | Q(agent_id__in=others) if others else own
+
+
+def can_list(policy: Policy, *, key: str, agent_id: str, spawned_by: str) -> bool:
+    """visible_q() for one session, in Python (live `sessions.changed` events)."""
+    if key in keys.RESERVED_KEYS:
+        return False
+    own = agent_id == policy.requester_agent
+    if policy.restrict_to_spawned:
+        return own and spawned_by == policy.requester_key
+    if policy.visibility == "self":
+        return key == policy.requester_key
+    if policy.visibility == "tree":
+        return own and (key == policy.requester_key or spawned_by == policy.requester_key)
+    if policy.visibility == "agent" or own:
+        return own
+    return a2a_allowed(policy, policy.requester_agent, agent_id)

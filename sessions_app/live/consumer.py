@@ -1,0 +1,371 @@
+"""`/ws/`: OpenClaw gateway frames over a WebSocket (docs/live.md).
+
+Client → server: `{type:"req", id, method, params}`; server → client: `{type:"res", id, ok,
+payload|error}` and `{type:"event", event, payload, seq}` (seq counts this connection's events).
+
+Who is calling, in order: an `Authorization: Bearer <api key>` header on the upgrade request; the
+browser's Django session (then the Origin must be one of ours: a cookie rides along on
+cross-site WebSockets); or a first `connect` request carrying `params.auth.token`. Never a
+query-string token: those end up in access logs.
+
+This is a plain ASGI app rather than a Channels consumer: it needs no channel-layer channel of
+its own (the process's hub has the one subscription to Redis), and it controls its writes: one
+writer task drains the connection's bounded outbox, so a slow reader stalls only itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+from django.http.request import split_domain_port, validate_host
+
+from .. import keys
+from ..errors import AccessDenied, InvalidArgument, ToolError
+from ..identity import requester_for, requester_for_user
+from ..models import ApiKey
+from ..resolve import canonical_for, resolve_session
+from ..tools.sessions_history import sessions_history
+from ..tools.sessions_list import sessions_list
+from . import limits
+from .hub import Hub
+from .subscribers import Close, Event, Followed, Subscriber
+
+log = logging.getLogger("openclaw.live")
+
+# Close codes (4000–4999 are the application's own).
+UNAUTHORIZED, FORBIDDEN, SLOW = 4401, 4403, 4008
+TOO_BIG, UNSUPPORTED = 1009, 1003
+CLOSE_GRACE_SECONDS = 2.0
+
+
+def in_thread(fn):
+    """Run ORM code off the loop on the shared pool, with a fresh connection check each time."""
+
+    def run(*args, **kwargs):
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+class RequestError(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+async def websocket_app(scope, receive, send):
+    await Connection(scope, receive, send).serve()
+
+
+class Connection:
+    def __init__(self, scope, receive, send):
+        self.scope, self.receive, self.send = scope, receive, send
+        self.subscriber = Subscriber()
+        self.hub: Hub | None = None
+        self.event_seq = 0
+        self.auth_kind = ""
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        if (await self.receive())["type"] != "websocket.connect":
+            return
+        try:
+            await self.authenticate_handshake()
+        except RequestError as exc:
+            # Refused before the upgrade: the client sees HTTP 403.
+            log.info("websocket refused: %s", exc.message)
+            await self.send({"type": "websocket.close", "code": FORBIDDEN})
+            return
+        await self.send({"type": "websocket.accept"})
+        self.hub = Hub.current()
+        self.hub.add(self.subscriber)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.create_task(self.read_loop())
+        writer = asyncio.create_task(self.write_loop())
+        # A close we decide on (slow reader, revoked key) is written by the writer; if the
+        # socket is so stuck that even that cannot go out, stop waiting after a grace period.
+        self.subscriber.on_close = lambda: loop.call_later(CLOSE_GRACE_SECONDS, writer.cancel)
+        timers = []
+        if self.subscriber.requester is None:
+            timers.append(
+                loop.call_later(
+                    limits.get("AUTH_TIMEOUT_SECONDS"),
+                    lambda: (
+                        self.subscriber.requester is None
+                        and self.subscriber.close(UNAUTHORIZED, "authentication timed out")
+                    ),
+                )
+            )
+        try:
+            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            if writer in done and not reader.done():
+                # We closed: give the client a moment to answer the close handshake.
+                await asyncio.wait({reader}, timeout=CLOSE_GRACE_SECONDS)
+        finally:
+            for timer in timers:
+                timer.cancel()
+            self.hub.remove(self.subscriber)
+            for task in (reader, writer):
+                task.cancel()
+            for task in (reader, writer):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def read_loop(self) -> None:
+        while True:
+            message = await self.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message["type"] == "websocket.receive" and self.subscriber.closing is None:
+                await self.on_frame(message)
+
+    async def write_loop(self) -> None:
+        keepalive = limits.get("KEEPALIVE_SECONDS")
+        while True:
+            item = await self.subscriber.next(keepalive)
+            if item is None:
+                continue  # the server pings idle WebSockets itself
+            if isinstance(item, Close):
+                await self.send(
+                    {"type": "websocket.close", "code": item.code, "reason": item.reason}
+                )
+                return
+            if isinstance(item, Event):
+                self.event_seq += 1
+                text = (
+                    f'{{"type":"event","event":"{item.name}","payload":{item.payload},'
+                    f'"seq":{self.event_seq}}}'
+                )
+            else:
+                text = item.decode()
+            await self.send({"type": "websocket.send", "text": text})
+
+    # --- authentication -------------------------------------------------------------------------
+
+    def header(self, name: bytes) -> str | None:
+        for key, value in self.scope.get("headers", ()):
+            if key == name:
+                return value.decode("latin-1")
+        return None
+
+    async def authenticate_handshake(self) -> None:
+        authorization = self.header(b"authorization")
+        if authorization is not None:
+            await self.authenticate_key(authorization, self.header(b"x-openclaw-session-key"))
+            return
+        user = self.scope.get("user")
+        if user is not None and user.is_authenticated:
+            if not self.origin_allowed():
+                raise RequestError("forbidden", "cross-origin WebSocket with a browser session")
+            try:
+                requester = await in_thread(requester_for_user)(user)
+            except AccessDenied as exc:
+                raise RequestError("forbidden", exc.message) from None
+            self.subscriber.identify(requester, user_id=user.pk)
+            self.auth_kind = "session"
+
+    def origin_allowed(self) -> bool:
+        origin = self.header(b"origin")
+        if not origin:
+            return False
+        host = urlsplit(origin).netloc
+        if host and host == self.header(b"host"):
+            return True
+        domain, _port = split_domain_port(host)
+        return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
+
+    async def authenticate_key(self, authorization: str, session_key: str | None) -> None:
+        from ..api.auth import api_key_from_header
+
+        def identify():
+            api_key = api_key_from_header(authorization)
+            if api_key is None:
+                raise RequestError("unauthorized", "Invalid or revoked API key")
+            if api_key.scope == ApiKey.INGEST:
+                raise RequestError("forbidden", "An ingest key cannot subscribe to sessions")
+            try:
+                return api_key, requester_for(api_key, session_key=session_key)
+            except ToolError as exc:
+                raise RequestError(exc.error_type, exc.message) from None
+
+        api_key, requester = await in_thread(identify)()
+        self.subscriber.identify(requester, api_key_id=api_key.pk)
+        self.auth_kind = "apiKey"
+
+    # --- requests -------------------------------------------------------------------------------
+
+    async def on_frame(self, message: dict) -> None:
+        text = message.get("text")
+        if text is None:
+            self.subscriber.close(UNSUPPORTED, "binary frames are not supported")
+            return
+        limit = limits.get("MAX_FRAME_BYTES")
+        if len(text) > limit or len(text.encode()) > limit:
+            self.subscriber.close(TOO_BIG, f"frame too large (max {limit} bytes)")
+            return
+        request_id = None
+        try:
+            try:
+                frame = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                raise RequestError("invalid_request", "frame must be JSON") from None
+            if not isinstance(frame, dict):
+                raise RequestError("invalid_request", "frame must be a JSON object")
+            request_id = frame.get("id")
+            if not isinstance(request_id, str) or not 0 < len(request_id) <= 128:
+                request_id = None
+                raise RequestError("invalid_request", "id must be a string of 1 to 128 characters")
+            if frame.get("type") != "req":
+                raise RequestError("invalid_request", 'type must be "req"')
+            method = frame.get("method")
+            params = frame.get("params", {})
+            if params is None:
+                params = {}
+            if not isinstance(method, str):
+                raise RequestError("invalid_request", "method must be a string")
+            if not isinstance(params, dict):
+                raise RequestError("invalid_request", "params must be an object")
+            payload = await self.call(method, params)
+        except RequestError as exc:
+            self.respond(request_id, error={"code": exc.code, "message": exc.message})
+        except ToolError as exc:
+            self.respond(request_id, error={"code": exc.error_type, "message": exc.message})
+        except DatabaseError:
+            log.warning("websocket request failed on the database", exc_info=True)
+            error = {"code": "unavailable", "message": "database unavailable, try again"}
+            self.respond(request_id, error=error)
+        else:
+            self.respond(request_id, payload=payload)
+
+    def respond(self, request_id, *, payload: Any = None, error: dict | None = None) -> None:
+        frame = {"type": "res", "id": request_id, "ok": error is None}
+        frame.update({"error": error} if error is not None else {"payload": payload})
+        self.subscriber.reply(orjson.dumps(frame))
+
+    async def call(self, method: str, params: dict):
+        if method == "connect":
+            return await self.connect(params)
+        if self.subscriber.requester is None:
+            raise RequestError(
+                "unauthorized", "authenticate first: send connect with params.auth.token"
+            )
+        handler = METHODS.get(method)
+        if handler is None:
+            raise RequestError("unknown_method", f"unknown method: {method}")
+        return await handler(self, params)
+
+    async def connect(self, params: dict) -> dict:
+        only(params, {"auth", "sessionKey", "client", "minProtocol", "maxProtocol"})
+        if self.subscriber.requester is None:
+            auth = params.get("auth")
+            token = auth.get("token") if isinstance(auth, dict) else None
+            if not isinstance(token, str) or not token:
+                raise RequestError("unauthorized", "params.auth.token must be an API key")
+            session_key = params.get("sessionKey")
+            if session_key is not None and not isinstance(session_key, str):
+                raise InvalidArgument("sessionKey must be a string")
+            await self.authenticate_key(f"Bearer {token}", session_key)
+        requester = self.subscriber.requester
+        return {
+            "type": "hello-ok",
+            "auth": self.auth_kind,
+            "sessionKey": keys.display_key(requester.session_key, requester.key_settings),
+            "limits": {
+                "maxFrameBytes": limits.get("MAX_FRAME_BYTES"),
+                "maxSubscriptions": limits.get("MAX_SUBSCRIPTIONS"),
+                "outboxFrames": self.subscriber.max_frames,
+            },
+        }
+
+    def check_room(self) -> None:
+        cap = limits.get("MAX_SUBSCRIPTIONS")
+        if self.subscriber.subscriptions >= cap:
+            raise RequestError("limit", f"too many subscriptions on this connection (max {cap})")
+
+    async def sessions_subscribe(self, params: dict) -> dict:
+        only(params, set())
+        if not self.subscriber.follows_changes:
+            self.check_room()
+            self.hub.follow_changes(self.subscriber)
+        return {"subscribed": True}
+
+    async def sessions_unsubscribe(self, params: dict) -> dict:
+        only(params, set())
+        was = self.subscriber.follows_changes
+        self.hub.follow_changes(self.subscriber, False)
+        return {"unsubscribed": was}
+
+    async def messages_subscribe(self, params: dict) -> dict:
+        only(params, {"key", "since", "includeTools"})
+        raw = key_param(params)
+        since = params.get("since")
+        if since is not None and (
+            not isinstance(since, int) or isinstance(since, bool) or not 0 <= since < 2**53
+        ):
+            raise InvalidArgument("since must be a non-negative integer")
+        include_tools = params.get("includeTools", True)
+        if not isinstance(include_tools, bool):
+            raise InvalidArgument("includeTools must be a boolean")
+        requester = self.subscriber.requester
+        session = await in_thread(resolve_session)(requester, raw, action="history")
+        if session.pk not in self.subscriber.followed:
+            self.check_room()
+        display = keys.display_key(session.key, requester.key_settings)
+        cursor = session.last_seq if since is None else since
+        self.hub.follow(
+            self.subscriber, Followed(session.pk, session.key, display, cursor, include_tools)
+        )
+        return {"key": display, "lastSeq": session.last_seq}
+
+    async def messages_unsubscribe(self, params: dict) -> dict:
+        only(params, {"key"})
+        canonical = canonical_for(self.subscriber.requester, key_param(params))
+        for pk, followed in list(self.subscriber.followed.items()):
+            if followed.canonical == canonical:
+                self.hub.unfollow(self.subscriber, pk)
+                return {"key": followed.key, "unsubscribed": True}
+        return {"key": params["key"], "unsubscribed": False}
+
+    async def sessions_list(self, params: dict) -> dict:
+        return await in_thread(sessions_list)(requester=self.subscriber.requester, args=params)
+
+    async def chat_history(self, params: dict) -> dict:
+        return await in_thread(sessions_history)(requester=self.subscriber.requester, args=params)
+
+
+METHODS = {
+    "sessions.subscribe": Connection.sessions_subscribe,
+    "sessions.unsubscribe": Connection.sessions_unsubscribe,
+    "sessions.messages.subscribe": Connection.messages_subscribe,
+    "sessions.messages.unsubscribe": Connection.messages_unsubscribe,
+    "sessions.list": Connection.sessions_list,
+    "chat.history": Connection.chat_history,
+}
+
+
+def only(params: dict, allowed: set[str]) -> None:
+    unknown = sorted(k for k in params if k not in allowed)
+    if unknown:
+        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+
+
+def key_param(params: dict) -> str:
+    raw = params.get("key")
+    if not isinstance(raw, str) or not raw.strip():
+        raise InvalidArgument("key must be a non-empty string")
+    if len(raw) > keys.MAX_KEY_LENGTH:
+        raise InvalidArgument(f"key must be at most {keys.MAX_KEY_LENGTH} characters")
+    return raw

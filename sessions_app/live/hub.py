@@ -1,0 +1,375 @@
+"""The live hub: one per web process (per event loop), between the database and local clients.
+
+Every round it reads what changed and hands it to the clients that follow it:
+- transcripts: messages with `seq` above the lowest cursor of the clients following a session,
+  read once per session and shared by every client (500 subscribers cost one query);
+- session lifecycle (`sessions.changed`): sessions whose `changed_ms` moved, filtered per
+  client by the same visibility rules as sessions_list.
+
+A round starts when a hint arrives (a local write, or Redis from another process) and at least
+every POLL_SECONDS. Hints carry no data that matters: the database is read every time, so a
+lost hint costs at most one poll interval, and a duplicated one costs one cheap query.
+
+All database work runs on one dedicated thread (its own connection); the event loop never
+blocks on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
+import orjson
+from django.conf import settings
+from django.db import close_old_connections
+
+from .. import keys, rows, sanitize, transcript
+from ..models import ApiKey, GatewayConfig, Message, Session, now_ms
+from ..visibility import can_list
+from . import hints, limits
+from .subscribers import Event, Followed, Subscriber
+
+log = logging.getLogger("openclaw.live")
+
+# A change is looked for again this long after its changed_ms, so a transaction that committed
+# late (its changed_ms older than one already seen) is still found by the timer round.
+LOOKBACK_MS = 5000
+TOOL_RESULT = transcript.TOOL_RESULT
+_ROW_FIELDS = (*rows.ROW_FIELDS, "changed_ms", "change_reason")
+
+
+class Hub:
+    _hubs: dict[asyncio.AbstractEventLoop, Hub] = {}
+
+    @classmethod
+    def current(cls) -> Hub:
+        loop = asyncio.get_running_loop()
+        hub = cls._hubs.get(loop)
+        if hub is None or hub.stopped:
+            hub = cls._hubs[loop] = cls(loop)
+        return hub
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.stopped = False
+        self.subscribers: set[Subscriber] = set()
+        self.by_session: dict[int, set[Subscriber]] = {}
+        self.change_subscribers: set[Subscriber] = set()
+        self.latest_seq: dict[int, int] = {}  # session pk → newest seq known to exist
+        self.hinted: list[tuple] = []
+        self.changes_since = now_ms()  # lifecycle events start from the hub's start
+        self.seen_changes: dict[int, int] = {}  # session pk → changed_ms already announced
+        self.next_auth_check = 0.0
+        self._wake = asyncio.Event()
+        self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-hub")
+        self._tasks = [loop.create_task(self._run(), name="live-hub")]
+        if settings.REDIS_URL:
+            self._tasks.append(loop.create_task(self._listen(), name="live-hub-redis"))
+        hints.register_local(self)
+
+    # --- called by transports ---------------------------------------------------------------
+
+    def add(self, subscriber: Subscriber) -> None:
+        subscriber.hub = self
+        self.subscribers.add(subscriber)
+
+    def remove(self, subscriber: Subscriber) -> None:
+        self.subscribers.discard(subscriber)
+        self.change_subscribers.discard(subscriber)
+        for pk in list(subscriber.followed):
+            self.unfollow(subscriber, pk)
+
+    def follow(self, subscriber: Subscriber, followed: Followed) -> None:
+        """Hand `subscriber` every message of the session after `followed.cursor`, in order."""
+        subscriber.followed[followed.session_pk] = followed
+        self.by_session.setdefault(followed.session_pk, set()).add(subscriber)
+        self.wake()
+
+    def unfollow(self, subscriber: Subscriber, session_pk: int) -> None:
+        subscriber.followed.pop(session_pk, None)
+        followers = self.by_session.get(session_pk)
+        if followers is not None:
+            followers.discard(subscriber)
+            if not followers:
+                del self.by_session[session_pk]
+                self.latest_seq.pop(session_pk, None)
+
+    def follow_changes(self, subscriber: Subscriber, on: bool = True) -> None:
+        """`sessions.changed` events from now on (subscribing is not a replay)."""
+        if on and not self.change_subscribers:
+            self.changes_since, self.seen_changes = now_ms(), {}
+        subscriber.follows_changes = on
+        (self.change_subscribers.add if on else self.change_subscribers.discard)(subscriber)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def poke_threadsafe(self, batch: list[tuple]) -> None:
+        """A hint from any thread of this process (hints.publish after a local commit)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closing
+            self.loop.call_soon_threadsafe(self._poke, batch)
+
+    def _poke(self, batch) -> None:
+        self.hinted.extend(tuple(h) for h in batch)
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self.stopped = True
+        hints.unregister_local(self)
+        for task in self._tasks:
+            task.cancel()
+        # A cancelled Redis receive can take a while to unwind; don't hold shutdown for it.
+        await asyncio.wait(self._tasks, timeout=2)
+        self._db.shutdown(wait=False)
+        if self._hubs.get(self.loop) is self:
+            del self._hubs[self.loop]
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            timer = False
+            try:
+                await asyncio.wait_for(self._wake.wait(), limits.poll_seconds())
+            except TimeoutError:
+                timer = True
+            self._wake.clear()
+            batch, self.hinted = self.hinted, []
+            try:
+                await self._round(batch, timer=timer)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # The database is down or locked: keep the clients and try again shortly.
+                log.warning("live hub round failed", exc_info=True)
+                self.hinted.extend(batch)
+                await asyncio.sleep(0.5)
+
+    async def _listen(self) -> None:
+        """Hints from other processes, through the Redis channel layer."""
+        from channels.layers import get_channel_layer
+
+        layer = get_channel_layer()
+        while True:
+            try:
+                channel = await layer.new_channel("live-hub.")
+                await layer.group_add(hints.GROUP, channel)
+                renew_at = time.monotonic() + 3600  # group membership expires after a day
+                while time.monotonic() < renew_at:
+                    message = await layer.receive(channel)
+                    self._poke(message.get("hints") or [])
+                await layer.group_discard(hints.GROUP, channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("live hints from Redis interrupted; polling meanwhile", exc_info=True)
+                await asyncio.sleep(1.0)
+
+    async def _round(self, batch: list[tuple], *, timer: bool) -> None:
+        for pk, _reason, last_seq in batch:
+            if last_seq is not None and pk in self.by_session:
+                self.latest_seq[pk] = max(self.latest_seq.get(pk, 0), last_seq)
+        hinted_pks = {h[0] for h in batch}
+        # Sessions whose newest seq must be read first (new followers; every timer round, in
+        # case a hint was lost), and sessions known to hold messages some follower lacks.
+        unknown = {}
+        wanted = {}
+        for pk in self.by_session:
+            cursor = self._lowest_cursor(pk)
+            if cursor is None:
+                continue
+            if timer or pk not in self.latest_seq:
+                unknown[pk] = cursor
+            elif cursor < self.latest_seq[pk]:
+                wanted[pk] = cursor
+        changes = bool(self.change_subscribers) and (timer or bool(hinted_pks))
+        auth = self._auth_targets() if self._auth_due() else None
+        if unknown or wanted or changes or auth is not None:
+            since = max(self.changes_since, max(self.seen_changes.values(), default=0))
+            result = await self.loop.run_in_executor(
+                self._db,
+                _read,
+                unknown,
+                wanted,
+                sorted(hinted_pks) if changes and not timer else None,
+                since if changes and timer else None,
+                auth,
+            )
+            self._deliver(result)
+        self._cut_stalled()
+
+    def _lowest_cursor(self, pk: int) -> int | None:
+        """The lowest cursor among the session's followers that can take more, if any."""
+        cursors = [
+            s.followed[pk].cursor
+            for s in self.by_session.get(pk, ())
+            if pk in s.followed and not s.stalled
+        ]
+        return min(cursors) if cursors else None
+
+    # --- back on the loop ----------------------------------------------------------------------
+
+    def _deliver(self, result: dict) -> None:
+        for pk, latest in result["latest"].items():
+            if pk in self.by_session:
+                self.latest_seq[pk] = max(self.latest_seq.get(pk, 0), latest)
+        for pk, events in result["messages"].items():
+            self._hand_out(pk, events)
+        for row, payload in result["changes"]:
+            if row.changed_ms <= max(self.changes_since, self.seen_changes.get(row.pk, 0)):
+                continue
+            self.seen_changes[row.pk] = row.changed_ms
+            event = Event("sessions.changed", payload)
+            for subscriber in list(self.change_subscribers):
+                if _visible(subscriber, row) and not subscriber.offer(event):
+                    # Lifecycle events cannot be replayed by seq: a client that cannot keep up
+                    # reconnects and lists again.
+                    subscriber.close(4008, "slow consumer: too many unread events")
+        if result["changes"]:
+            horizon = max(self.seen_changes.values()) - 2 * LOOKBACK_MS
+            self.seen_changes = {k: v for k, v in self.seen_changes.items() if v >= horizon}
+        if result["revoked"] is not None:
+            self.next_auth_check = time.monotonic() + limits.get("AUTH_RECHECK_SECONDS")
+            keys_, users = result["revoked"]
+            for subscriber in list(self.subscribers):
+                if subscriber.api_key_id in keys_ or subscriber.user_id in users:
+                    subscriber.close(4401, "access revoked")
+
+    def _hand_out(self, pk: int, events: list[tuple[int, str, Event]]) -> None:
+        if not events:
+            return
+        last = events[-1][0]
+        self.latest_seq[pk] = max(self.latest_seq.get(pk, 0), last)
+        for subscriber in list(self.by_session.get(pk, ())):
+            followed = subscriber.followed.get(pk)
+            if followed is None or subscriber.stalled:
+                continue
+            for seq, role, event in events:
+                if seq <= followed.cursor:
+                    continue
+                if role == TOOL_RESULT and not followed.include_tools:
+                    followed.cursor = seq
+                    continue
+                if not subscriber.offer(event):
+                    break
+                followed.cursor = seq
+        if len(events) >= limits.get("BATCH_MESSAGES"):
+            self.wake()  # a long catch-up: the next round reads on
+
+    def _cut_stalled(self) -> None:
+        limit = limits.get("STALL_SECONDS")
+        now = time.monotonic()
+        for subscriber in list(self.subscribers):
+            if subscriber.stalled_since is not None and now - subscriber.stalled_since > limit:
+                subscriber.close(4008, "slow consumer" + subscriber.resume_hint())
+
+    def _auth_due(self) -> bool:
+        return bool(self.subscribers) and time.monotonic() >= self.next_auth_check
+
+    def _auth_targets(self) -> tuple[set[int], set[int]]:
+        key_ids = {s.api_key_id for s in self.subscribers if s.api_key_id is not None}
+        user_ids = {s.user_id for s in self.subscribers if s.user_id is not None}
+        return key_ids, user_ids
+
+
+# --- database side: these run on the hub's thread, on snapshots the loop passed in ------------
+
+
+def _read(unknown: dict, wanted: dict, changed_pks, sweep_since, auth) -> dict:
+    close_old_connections()
+    try:
+        out = {"latest": {}, "messages": {}, "changes": [], "revoked": None}
+        if unknown:
+            out["latest"] = dict(
+                Session.objects.filter(pk__in=list(unknown)).values_list("pk", "last_seq")
+            )
+            for pk, latest in out["latest"].items():
+                if unknown[pk] < latest:
+                    wanted[pk] = unknown[pk]
+        batch = limits.get("BATCH_MESSAGES")
+        for pk, after in wanted.items():
+            out["messages"][pk] = _message_events(pk, after, batch)
+        if changed_pks is not None:
+            out["changes"] = _changed_rows(Session.objects.filter(pk__in=changed_pks))
+        elif sweep_since is not None:
+            since = sweep_since - LOOKBACK_MS
+            out["changes"] = _changed_rows(Session.objects.filter(changed_ms__gt=since))
+        if auth is not None:
+            out["revoked"] = _revoked(*auth)
+        return out
+    finally:
+        close_old_connections()
+
+
+def _changed_rows(queryset) -> list[tuple]:
+    """(row, event payload) for each session: the sessions_list row, serialised once."""
+    settings_ = GatewayConfig.load().key_settings
+    out = []
+    for values in queryset.order_by("changed_ms").values(*_ROW_FIELDS)[:1000]:
+        row = SimpleNamespace(**values, pk=values["id"], archived=values["archived_at"] is not None)
+        payload = {
+            "key": keys.display_key(row.key, settings_),
+            "reason": row.change_reason or "updated",
+            "session": rows.session_row(row, settings=settings_),
+        }
+        out.append((row, orjson.dumps(payload).decode()))
+    return out
+
+
+def _visible(subscriber: Subscriber, row) -> bool:
+    return can_list(
+        subscriber.policy, key=row.key, agent_id=row.agent_id, spawned_by=row.spawned_by
+    )
+
+
+def _message_events(session_pk: int, after: int, limit: int) -> list[tuple[int, str, Event]]:
+    """(seq, role, event) for messages after `after`: projected and sanitised once, as
+    sessions_history does, and serialised once for every client."""
+    found = (
+        Message.objects.filter(session_id=session_pk, seq__gt=after)
+        .order_by("seq")
+        .values_list(*transcript.READ_COLUMNS)[:limit]
+    )
+    session_key = None
+    out = []
+    for row in found:
+        if session_key is None:
+            key = Session.objects.values_list("key", flat=True).get(pk=session_pk)
+            session_key = keys.display_key(key, GatewayConfig.load().key_settings)
+        message = sanitize.sanitize_message(
+            transcript.payload_from_values(row),
+            sanitize.Flags(),
+            scan=transcript.scan_needed(row),
+        )
+        seq = row[0]
+        payload = orjson.dumps({"sessionKey": session_key, "messageSeq": seq, "message": message})
+        if len(payload) > limits.get("MAX_EVENT_BYTES"):
+            payload = orjson.dumps(
+                {
+                    "sessionKey": session_key,
+                    "messageSeq": seq,
+                    "message": {
+                        "role": message.get("role"),
+                        "content": sanitize.TOO_LARGE_PLACEHOLDER,
+                        "__openclaw": {"seq": seq},
+                    },
+                }
+            )
+        out.append((seq, message.get("role"), Event("session.message", payload.decode(), seq)))
+    return out
+
+
+def _revoked(key_ids: set[int], user_ids: set[int]) -> tuple[set[int], set[int]]:
+    from django.contrib.auth import get_user_model
+
+    usable = set(ApiKey.objects.usable().filter(pk__in=key_ids).values_list("pk", flat=True))
+    active = set(
+        get_user_model()
+        .objects.filter(pk__in=user_ids, is_active=True)
+        .values_list("pk", flat=True)
+    )
+    return key_ids - usable, user_ids - active

@@ -1,0 +1,127 @@
+"""One live client (a WebSocket connection or an SSE stream): who it is, what it follows, and
+a bounded outbox between the hub and the transport that writes to the socket.
+
+The hub only ever appends to an outbox if there is room. A client that reads too slowly fills
+its outbox; the hub then stops feeding it (its cursors stay where they are, so nothing is
+skipped) and, if it is still full after STALL_SECONDS, closes it with a reason that names the seq
+to resume from. Memory per client is therefore bounded by OUTBOX_FRAMES.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from .. import visibility
+from ..identity import Requester
+from . import limits
+
+
+@dataclass
+class Followed:
+    """One transcript a client follows (`sessions.messages.subscribe`, an SSE stream)."""
+
+    session_pk: int
+    canonical: str  # the stored key
+    key: str  # as the client sees it (display form)
+    cursor: int  # the last seq handed to the client
+    include_tools: bool
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str  # "session.message" | "sessions.changed"
+    payload: str  # JSON text, shared by every client that gets it
+    message_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class Close:
+    code: int
+    reason: str
+
+
+@dataclass(eq=False)
+class Subscriber:
+    requester: Requester | None = None  # None until a WebSocket client authenticates
+    api_key_id: int | None = None
+    user_id: int | None = None
+    max_frames: int = field(default_factory=lambda: limits.get("OUTBOX_FRAMES"))
+    followed: dict[int, Followed] = field(default_factory=dict)
+    follows_changes: bool = False
+    stalled_since: float | None = None
+    closing: Close | None = None
+
+    def __post_init__(self):
+        self.outbox: asyncio.Queue = asyncio.Queue()
+        self.hub = None
+        self.policy = None
+        self.on_close = None  # the transport's hook, e.g. to stop waiting on a stuck socket
+        if self.requester is not None:
+            self.identify(self.requester, api_key_id=self.api_key_id, user_id=self.user_id)
+
+    def identify(self, requester: Requester, *, api_key_id=None, user_id=None) -> None:
+        self.requester, self.api_key_id, self.user_id = requester, api_key_id, user_id
+        self.policy = visibility.policy_for(requester)
+
+    @property
+    def subscriptions(self) -> int:
+        return len(self.followed) + int(self.follows_changes)
+
+    # --- hub side ------------------------------------------------------------------------
+
+    @property
+    def stalled(self) -> bool:
+        return self.stalled_since is not None
+
+    def offer(self, event: Event) -> bool:
+        """Queue `event` if there is room; otherwise mark the client stalled and refuse."""
+        if self.closing is not None:
+            return False
+        if self.outbox.qsize() >= self.max_frames:
+            if self.stalled_since is None:
+                self.stalled_since = time.monotonic()
+            return False
+        self.outbox.put_nowait(event)
+        return True
+
+    def reply(self, frame: bytes) -> None:
+        """A response to the client's own request: always queued (requests are rate-bound by
+        the client itself, and each is at most MAX_FRAME_BYTES)."""
+        if self.closing is None:
+            self.outbox.put_nowait(frame)
+
+    def close(self, code: int, reason: str) -> None:
+        """Drop whatever is still queued and make the close the next thing written."""
+        if self.closing is None:
+            self.closing = Close(code, reason)
+            while not self.outbox.empty():
+                self.outbox.get_nowait()
+            self.outbox.put_nowait(self.closing)
+            if self.on_close is not None:
+                self.on_close()
+
+    def resume_hint(self) -> str:
+        if len(self.followed) == 1:
+            (followed,) = self.followed.values()
+            return f"; resume from seq {followed.cursor}"
+        return ""
+
+    # --- transport side --------------------------------------------------------------------
+
+    async def next(self, timeout: float):
+        """The next item to write (an Event, response bytes or a Close), or None on timeout."""
+        if self.outbox.empty():
+            try:
+                item = await asyncio.wait_for(self.outbox.get(), timeout)
+            except TimeoutError:
+                return None
+        else:
+            item = self.outbox.get_nowait()  # the common case under load: no task, no timer
+        if self.stalled_since is not None and self.outbox.qsize() <= self.max_frames // 2:
+            # Drained enough: the hub may feed it again from its cursors.
+            self.stalled_since = None
+            if self.hub is not None:
+                self.hub.wake()
+        return item
