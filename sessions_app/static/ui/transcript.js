@@ -242,7 +242,7 @@
   // --- start --------------------------------------------------------------------------------
   readState();
   decorate(pages);
-  var initial = targetSeq();
+  var initial = targetSeq() || Number(new URLSearchParams(location.search).get("at")) || null;
   (initial ? goTo(initial) : Promise.resolve(toBottom())).then(function () {
     requestAnimationFrame(function () { watching = true; });
   });
