@@ -231,10 +231,13 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_ticks(server_group: int, worker_group: int) -> dict:
-    """CPU time (user + system, ticks) of the server's and the worker's process groups, of all
-    PostgreSQL and Redis processes, and of this client. A process's reaped children count into
-    it (cutime), so short-lived PostgreSQL backends show up in the postmaster."""
-    totals = {"server": 0, "worker": 0, "postgres": 0, "redis": 0}
+    """CPU time (user + system, ticks) of the server's and the worker's process groups, of the
+    PostgreSQL backends connected to the benchmark's database, of PostgreSQL's shared processes
+    (postmaster, WAL writer, checkpointer, …; the postmaster's reaped children count into it as
+    cutime, so a backend that exited during the measurement shows up there), of Redis, and of
+    this client. Backends of other databases (other people's tests on a shared machine) are not
+    ours: they end up in "other"."""
+    totals = {"server": 0, "worker": 0, "postgres": 0, "pg_shared": 0, "redis": 0}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -252,13 +255,32 @@ def cpu_ticks(server_group: int, worker_group: int) -> dict:
         elif group == worker_group:
             totals["worker"] += ticks
         elif comm.startswith("postgres"):
-            totals["postgres"] += ticks
+            bucket = postgres_bucket(entry)
+            if bucket:
+                totals[bucket] += ticks
         elif comm.startswith("redis-server"):
             totals["redis"] += ticks
     mine = os.times()
     totals["client"] = round((mine.user + mine.system) * TICK)
     totals["machine"] = machine_ticks()
     return totals
+
+
+def postgres_bucket(pid: str) -> str | None:
+    """The bucket of a PostgreSQL process: "postgres" for a backend of the benchmark's database,
+    None for a backend of another database, "pg_shared" for the postmaster and the background
+    processes. A backend's title is `postgres: <cluster>: <user> <database> <host(port)> …`."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            title = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    if not title.startswith("postgres: "):
+        return "pg_shared"  # the postmaster: its command line is the binary's path
+    words = title.split()
+    if len(words) >= 5 and "(" in words[4]:
+        return "postgres" if words[3] == PG_DB else None
+    return "pg_shared"
 
 
 def machine_ticks() -> int:
@@ -563,7 +585,8 @@ def markdown(results: list[dict]) -> str:
     lines += [
         "",
         "| configuration | maxPingPongTurns | web p50 | queue p50 | exec p50 | back p50 "
-        "| CPU ms/send: server / worker / postgres / redis / client / other | load avg |",
+        "| CPU ms/send: server / worker / postgres / pg shared / redis / client / other "
+        "| load avg |",
         "|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in results:
@@ -572,7 +595,8 @@ def markdown(results: list[dict]) -> str:
             f"{p[k]['p50']:.1f}" if p[k] else "–" for k in ("web", "queue", "exec", "back")
         )
         cpu = " / ".join(
-            str(c[k]) for k in ("server", "worker", "postgres", "redis", "client", "other")
+            str(c.get(k, "–"))
+            for k in ("server", "worker", "postgres", "pg_shared", "redis", "client", "other")
         )
         lines.append(
             f"| {r['title']} | {r['max_ping_pong_turns']} | {cells} | {cpu} "
