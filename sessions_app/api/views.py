@@ -17,11 +17,14 @@ from .. import keys, store, transcript
 from ..args import Args
 from ..errors import InvalidArgument
 from ..identity import Requester, requester_for
+from ..live import sse
+from ..live.subscribers import Followed
 from ..models import GatewayConfig
 from ..resolve import resolve_session
 from ..rows import session_row
 from ..tools import agents_list, sessions_list, sessions_spawn
 from ..tools.sessions_history import MAX_LIMIT, history_page
+from .renderers import FastJSONRenderer
 
 SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
 ERROR = {
@@ -145,7 +148,8 @@ class SessionDetailView(APIView):
 
 
 class SessionHistoryView(APIView):
-    ARGS = frozenset({"limit", "cursor", "includeTools"})
+    ARGS = frozenset({"limit", "cursor", "includeTools", "follow"})
+    renderer_classes = [FastJSONRenderer, sse.EventStreamRenderer]
 
     @extend_schema(
         operation_id="sessions_history_page",
@@ -157,6 +161,12 @@ class SessionHistoryView(APIView):
                 "cursor", str, description='Messages with seq below this ("n" or "seq:n")'
             ),
             OpenApiParameter("includeTools", bool),
+            OpenApiParameter(
+                "follow",
+                bool,
+                description="Stream as Server-Sent Events: the page, then each appended message "
+                "(also with `Accept: text/event-stream`; resume with `Last-Event-ID`).",
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT, **ERROR},
     )
@@ -165,13 +175,37 @@ class SessionHistoryView(APIView):
         limit = min(a.integer("limit", minimum=1, default=200), MAX_LIMIT)
         include_tools = a.boolean("includeTools", default=False)
         before_seq = parse_cursor(a.string("cursor", max_length=40))
+        stream = sse.wanted(request, a.boolean("follow", default=False))
+        resume_after = sse.last_event_id(request) if stream else None
         requester = requester_of(request)
         session = resolve_session(requester, key, action="history")
+        display = keys.display_key(session.key, requester.key_settings)
+        if stream:
+            followed = Followed(session.pk, session.key, display, session.last_seq, include_tools)
+            if resume_after is not None:
+                followed.cursor = resume_after
+                history = None
+            else:
+                # The page ends at the seq the stream starts after: no gap, no repeat.
+                page = history_page(
+                    session,
+                    limit=limit,
+                    include_tools=include_tools,
+                    before_seq=min(before_seq or session.last_seq + 1, session.last_seq + 1),
+                )
+                history = self.body(display, page)
+            return sse.history_stream(
+                requester=requester, api_key_id=request.auth.pk, followed=followed, history=history
+            )
         page = history_page(
             session, limit=limit, include_tools=include_tools, before_seq=before_seq
         )
+        return Response(self.body(display, page))
+
+    @staticmethod
+    def body(display_key: str, page: dict) -> dict:
         body = {
-            "sessionKey": keys.display_key(session.key, requester.key_settings),
+            "sessionKey": display_key,
             "items": page["messages"],
             "messages": page["messages"],
             "hasMore": page["hasMore"],
@@ -179,7 +213,7 @@ class SessionHistoryView(APIView):
         }
         if page["hasMore"] and page["firstSeq"] is not None:
             body["nextCursor"] = str(page["firstSeq"])
-        return Response(body)
+        return body
 
 
 _CURSOR = re.compile(r"[0-9]{1,16}")  # ASCII digits: str.isdigit() accepts "²", int() does not

@@ -1,7 +1,10 @@
 """Tunables of the live endpoints. Each reads `settings.LIVE_<NAME>` at use time (tests override
-them with `settings`), falling back to these defaults."""
+them with `settings`), then the environment variable `LIVE_<NAME>` (a server started by a test or
+an operator), then these defaults."""
 
 from __future__ import annotations
+
+import os
 
 from django.conf import settings
 
@@ -30,7 +33,12 @@ DEFAULTS = {
 
 
 def get(name: str):
-    return getattr(settings, f"LIVE_{name}", DEFAULTS[name])
+    value = getattr(settings, f"LIVE_{name}", None)
+    if value is not None:
+        return value
+    default = DEFAULTS[name]
+    raw = os.environ.get(f"LIVE_{name}")
+    return type(default)(raw) if raw else default
 
 
 def poll_seconds() -> float:

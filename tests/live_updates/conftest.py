@@ -10,6 +10,7 @@ import json
 import pytest
 import pytest_asyncio
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 
 from openclaw_site.asgi import application
 from sessions_app.live.consumer import in_thread
@@ -23,6 +24,11 @@ async def _stop_hubs():
     for loop, hub in list(Hub._hubs.items()):
         if loop is asyncio.get_running_loop():
             await hub.stop()
+    # Threads of the live endpoints hand their connections back to the PostgreSQL pool; close
+    # it so the test database can be dropped at the end (no-op without a pool).
+    for connection in connections.all(initialized_only=True):
+        if getattr(connection, "close_pool", None):
+            connection.close_pool()
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,9 @@
-"""Serve the ASGI app (daphne) and one django-q2 worker cluster; Ctrl-C stops both."""
+"""Serve the ASGI app (uvicorn, or daphne) and one django-q2 worker cluster; Ctrl-C stops both.
+
+uvicorn is the default: its WebSocket and streaming writes wait while a client's socket is full,
+which is what lets the live endpoints notice a slow reader (docs/live.md); daphne buffers
+without limit. Both serve HTTP, SSE and /ws/ from the same application.
+"""
 
 import os
 import signal
@@ -19,8 +24,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--server",
             choices=["uvicorn", "daphne"],
-            default=os.environ.get("SERVER", "daphne"),
-            help="ASGI server: daphne (default) or uvicorn (if installed)",
+            default=os.environ.get("SERVER", "uvicorn"),
+            help="ASGI server: uvicorn (default) or daphne",
         )
 
     def handle(self, *args, port, host, no_worker, server, **options):
@@ -28,20 +33,7 @@ class Command(BaseCommand):
 
         ensure_schedule()
         python = sys.executable
-        children = [
-            subprocess.Popen(
-                [
-                    python,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    host,
-                    "-p",
-                    str(port),
-                    "openclaw_site.asgi:application",
-                ]
-            )
-        ]
+        children = [subprocess.Popen(server_command(server, host, port))]
         if not no_worker:
             children.append(subprocess.Popen([python, "manage.py", "qcluster"]))
         self.stdout.write(
@@ -71,3 +63,18 @@ class Command(BaseCommand):
         failed = [c.returncode for c in children if c.returncode not in (0, -signal.SIGTERM, None)]
         if failed and not stopping:
             raise SystemExit(1)
+
+
+def server_command(server: str, host: str, port: int) -> list[str]:
+    app = "openclaw_site.asgi:application"
+    if server == "daphne":
+        return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), app]
+    return [
+        sys.executable, "-m", "uvicorn", app, "--host", host, "--port", str(port),
+        # Frames are small JSON; compressing each one per connection costs more CPU than it
+        # saves on a LAN. The server refuses frames over 1 MiB; the app's own cap is lower.
+        "--ws-per-message-deflate", "false", "--ws-max-size", str(1024 * 1024),
+        # Open SSE streams and WebSockets must not hold a restart for long.
+        "--timeout-graceful-shutdown", "3",
+        *(["--no-access-log"] if os.environ.get("ACCESS_LOG", "1") == "0" else []),
+    ]  # fmt: skip
