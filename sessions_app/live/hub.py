@@ -265,7 +265,7 @@ class Hub:
         now = time.monotonic()
         for subscriber in list(self.subscribers):
             if subscriber.stalled_since is not None and now - subscriber.stalled_since > limit:
-                subscriber.close(4008, "slow consumer" + subscriber.resume_hint())
+                subscriber.close(4008, "slow consumer", say_resume=True)
 
     def _auth_due(self) -> bool:
         return bool(self.subscribers) and time.monotonic() >= self.next_auth_check
@@ -359,7 +359,8 @@ def _message_events(session_pk: int, after: int, limit: int) -> list[tuple[int, 
                     },
                 }
             )
-        out.append((seq, message.get("role"), Event("session.message", payload.decode(), seq)))
+        event = Event("session.message", payload.decode(), seq, session_pk)
+        out.append((seq, message.get("role"), event))
     return out
 
 

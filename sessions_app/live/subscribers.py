@@ -34,6 +34,7 @@ class Event:
     name: str  # "session.message" | "sessions.changed"
     payload: str  # JSON text, shared by every client that gets it
     message_seq: int | None = None
+    session_pk: int | None = None
 
 
 @dataclass(frozen=True)
@@ -92,21 +93,22 @@ class Subscriber:
         if self.closing is None:
             self.outbox.put_nowait(frame)
 
-    def close(self, code: int, reason: str) -> None:
-        """Drop whatever is still queued and make the close the next thing written."""
+    def close(self, code: int, reason: str, *, say_resume: bool = False) -> None:
+        """Drop whatever is still queued and make the close the next thing written.
+        `say_resume` appends the seq the client has (the last one not dropped) to the reason."""
         if self.closing is None:
-            self.closing = Close(code, reason)
             while not self.outbox.empty():
-                self.outbox.get_nowait()
+                dropped = self.outbox.get_nowait()
+                followed = self.followed.get(getattr(dropped, "session_pk", None))
+                if followed is not None and dropped.message_seq is not None:
+                    followed.cursor = min(followed.cursor, dropped.message_seq - 1)
+            if say_resume and len(self.followed) == 1:
+                (followed,) = self.followed.values()
+                reason = f"{reason}; resume from seq {followed.cursor}"
+            self.closing = Close(code, reason)
             self.outbox.put_nowait(self.closing)
             if self.on_close is not None:
                 self.on_close()
-
-    def resume_hint(self) -> str:
-        if len(self.followed) == 1:
-            (followed,) = self.followed.values()
-            return f"; resume from seq {followed.cursor}"
-        return ""
 
     # --- transport side --------------------------------------------------------------------
 
