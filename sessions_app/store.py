@@ -430,18 +430,22 @@ def patch_session(*, api_key: ApiKey, key: str, changes: Any) -> Session:
         for k, v in changes.items()
         if k in PATCH_FIELDS
     }
+    if "sendPolicy" in changes:
+        _send_policy(changes["sendPolicy"])  # refuse a bad value before writing anything
     settings = GatewayConfig.load().key_settings
     with transaction.atomic():
         session = get_session(key, settings=settings)
         session = Session.objects.select_for_update().get(pk=session.pk)
-        for column, value in values.items():
-            setattr(session, column, value)
+        if values:
+            for column, value in values.items():
+                setattr(session, column, value)
+            session.updated_at = max(session.updated_at, now_ms())
+            session.mark_changed("updated")
+            session.save()
+            live_hint(session.pk, "updated")
         if "sendPolicy" in changes:
-            session.send_policy = _send_policy(changes["sendPolicy"])
-        session.updated_at = max(session.updated_at, now_ms())
-        session.mark_changed("updated")
-        session.save()
-        live_hint(session.pk, "updated")
+            # The one way the override is set: PATCH, /send and the admin all come here.
+            set_send_policy(session=session, policy=changes["sendPolicy"])
     return session
 
 

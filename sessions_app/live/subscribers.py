@@ -116,7 +116,10 @@ class Subscriber:
         """The next item to write (an Event, response bytes or a Close), or None on timeout."""
         if self.outbox.empty():
             try:
-                item = await asyncio.wait_for(self.outbox.get(), timeout)
+                # asyncio.timeout, not wait_for: no extra task per wake-up (50,000 a second
+                # with 500 subscribers at 100 messages/s).
+                async with asyncio.timeout(timeout):
+                    item = await self.outbox.get()
             except TimeoutError:
                 return None
         else:

@@ -1,0 +1,311 @@
+#!/usr/bin/env python
+"""Live updates under load: N WebSocket subscribers on one transcript, a separate process
+appending messages at a fixed rate, latency from append to receipt.
+
+    .venv/bin/python bench/live_bench.py [--subscribers 500] [--rates 100,200] [--seconds 20]
+                                         [--only pg-redis|sqlite]
+
+For each configuration it builds a database of its own (PostgreSQL `livebench` + Redis db 9, or
+SQLite under var/livebench: never the dev or `bench` data), creates agent `main`, session
+`agent:main:main` and an operator key, and starts `manage.py serve --no-worker` (uvicorn, access
+log off). The subscribers (one asyncio process, websockets client) each send
+`sessions.messages.subscribe`. Then a writer process, standing in for a worker, appends one
+message per tick through store.append_to_session (what runs use), each carrying its wall-clock
+send time; the subscribers note when each `session.message` arrives. Same machine, same clock.
+
+Per rate it reports: messages appended, frames expected (messages × subscribers) and received,
+lost, duplicated and out-of-order ones, latency p50/p95/p99/max, and the CPU seconds the server,
+the subscribers and the writer used (from /proc). Writes bench/results/live-<label>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+PY = sys.executable
+
+CONFIGS = {
+    "pg-redis": {
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/livebench",
+        "REDIS_URL": "redis://127.0.0.1:6379/9",
+    },
+    "sqlite": {"OPENCLAW_VAR_DIR": str(ROOT / "var" / "livebench")},
+}
+
+SETUP = """
+from sessions_app.models import Agent, ApiKey
+from sessions_app import store
+Agent.objects.update_or_create(pk="main", defaults={"name": "Main"})
+store.upsert_session(api_key=None, entry={}, key="agent:main:main")
+_, token = ApiKey.generate(scope=ApiKey.OPERATOR)
+print(token)
+"""
+
+WRITER = """
+import sys, time
+from sessions_app import store
+from sessions_app.models import Session
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+session = Session.objects.get(key="agent:main:main")
+count = int(rate * seconds)
+start = time.monotonic()
+for i in range(count):
+    target = start + i / rate
+    pause = target - time.monotonic()
+    if pause > 0:
+        time.sleep(pause)
+    message = store.read_message(0, {"role": "assistant", "content": f"t={time.time():.6f}"})
+    store.append_to_session(session, [message])
+print(count, time.monotonic() - start)
+"""
+
+
+def env_for(label: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(CONFIGS[label])
+    env["ACCESS_LOG"] = "0"
+    env["LOG_LEVEL"] = "ERROR"
+    return env
+
+
+def manage(env, *args, stdin=None) -> str:
+    done = subprocess.run(
+        [PY, "manage.py", *args], cwd=ROOT, env=env, input=stdin, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise RuntimeError(done.stderr[-2000:])
+    return done.stdout
+
+
+def fresh_database(label: str, env: dict) -> None:
+    if label == "pg-redis":
+        for cmd in (["dropdb", "--if-exists", "livebench"], ["createdb", "livebench"]):
+            subprocess.run([*cmd, "-h", "127.0.0.1", "-U", "postgres"], check=True)
+        subprocess.run(["redis-cli", "-n", "9", "flushdb"], check=True, capture_output=True)
+    else:
+        var = Path(CONFIGS[label]["OPENCLAW_VAR_DIR"])
+        for name in ("db.sqlite3", "db.sqlite3-wal", "db.sqlite3-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                (var / name).unlink()
+        var.mkdir(parents=True, exist_ok=True)
+    manage(env, "migrate", "--noinput")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cpu_seconds(pids) -> float:
+    """utime + stime of these processes and their children (from /proc)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        for path in [Path(f"/proc/{pid}")] + list(Path(f"/proc/{pid}/task").glob("*")):
+            with contextlib.suppress(OSError):
+                fields = (path / "stat").read_text().rsplit(")", 1)[1].split()
+                if path.name == str(pid):
+                    total += (int(fields[11]) + int(fields[12])) / tick
+                break
+    return total
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.getpgid(int(proc.name)) == pgid:
+                    pids.append(int(proc.name))
+    return pids
+
+
+async def subscriber(url, token, ready, done, received, errors):
+    from websockets.asyncio.client import connect
+
+    try:
+        async with connect(
+            url,
+            additional_headers={"Authorization": f"Bearer {token}"},
+            compression=None,
+            max_queue=None,
+            open_timeout=60,
+        ) as ws:
+            request = {"type": "req", "id": "s", "method": "sessions.messages.subscribe"}
+            request["params"] = {"key": "agent:main:main"}
+            await ws.send(json.dumps(request))
+            frame = json.loads(await ws.recv())
+            assert frame["ok"], frame
+            ready()
+            while not done.is_set():
+                try:
+                    text = await asyncio.wait_for(ws.recv(), 0.5)
+                except TimeoutError:
+                    continue
+                now = time.time()
+                # Cheap parse: this runs 50,000 times a second.
+                seq_at = text.index('"messageSeq":') + 13
+                seq = int(text[seq_at : text.index(",", seq_at)])
+                t_at = text.index("t=") + 2
+                sent = float(text[t_at : text.index('"', t_at)])
+                received.append((seq, now - sent))
+    except Exception as exc:  # counted, reported
+        errors.append(repr(exc))
+
+
+async def run_rate(url, token, env, subscribers: int, rate: float, seconds: float, server_pids):
+    received = [[] for _ in range(subscribers)]
+    errors: list[str] = []
+    done = asyncio.Event()
+    ready_count = 0
+
+    def ready():
+        nonlocal ready_count
+        ready_count += 1
+
+    tasks = []
+    for i in range(subscribers):
+        tasks.append(asyncio.create_task(subscriber(url, token, ready, done, received[i], errors)))
+        if i % 50 == 49:
+            await asyncio.sleep(0.2)
+    while ready_count + len(errors) < subscribers:
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.0)
+    base = cpu_seconds(server_pids)
+    me = cpu_seconds([os.getpid()])
+    writer = await asyncio.create_subprocess_exec(
+        PY, "manage.py", "shell", "-c", WRITER.replace("sys.argv[1]", str(rate)).replace(
+            "sys.argv[2]", str(seconds)
+        ),
+        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await writer.communicate()
+    if writer.returncode:
+        raise RuntimeError(err.decode()[-2000:])
+    appended, took = out.decode().strip().splitlines()[-1].split()
+    appended = int(appended)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(len(r) < appended for r in received):
+        await asyncio.sleep(0.2)
+    server_cpu = cpu_seconds(server_pids) - base
+    client_cpu = cpu_seconds([os.getpid()]) - me
+    done.set()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    latencies = sorted(lat for r in received for _, lat in r)
+    lost = dup = disorder = 0
+    for r in received:
+        seqs = [s for s, _ in r]
+        dup += len(seqs) - len(set(seqs))
+        disorder += sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b <= a)
+        lost += appended - len(set(seqs))
+
+    def pct(p):
+        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 1)
+
+    return {
+        "subscribers": subscribers,
+        "rate": rate,
+        "appended": appended,
+        "writer_seconds": round(float(took), 2),
+        "expected": appended * subscribers,
+        "received": len(latencies),
+        "lost": lost,
+        "duplicates": dup,
+        "out_of_order": disorder,
+        "connect_errors": len(errors),
+        "p50_ms": pct(0.50) if latencies else None,
+        "p95_ms": pct(0.95) if latencies else None,
+        "p99_ms": pct(0.99) if latencies else None,
+        "max_ms": round(latencies[-1] * 1000, 1) if latencies else None,
+        "mean_ms": round(statistics.fmean(latencies) * 1000, 1) if latencies else None,
+        "server_cpu_s": round(server_cpu, 1),
+        "subscribers_cpu_s": round(client_cpu, 1),
+        "errors": errors[:3],
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--subscribers", type=int, default=500)
+    parser.add_argument("--rates", default="100")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--only", choices=sorted(CONFIGS))
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for label in [args.only] if args.only else ["pg-redis", "sqlite"]:
+        env = env_for(label)
+        fresh_database(label, env)
+        token = manage(env, "shell", "-c", SETUP).strip().splitlines()[-1]
+        port = free_port()
+        server = subprocess.Popen(
+            [PY, "manage.py", "serve", "--no-worker", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(RESULTS / f"live-{label}-server.log", "w"),  # noqa: SIM115
+            start_new_session=True,
+        )
+        try:
+            for _ in range(300):
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
+                    break
+                time.sleep(0.1)
+            rows = []
+            for rate in [float(r) for r in args.rates.split(",")]:
+                server_pids = group_pids(server.pid)
+                row = asyncio.run(
+                    run_rate(
+                        f"ws://127.0.0.1:{port}/ws/",
+                        token,
+                        env,
+                        args.subscribers,
+                        rate,
+                        args.seconds,
+                        server_pids,
+                    )
+                )
+                rows.append(row)
+                print(f"{label}: {json.dumps(row)}", flush=True)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=20)
+        result = {
+            "label": label,
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "seconds": args.seconds,
+            "rows": rows,
+        }
+        (RESULTS / f"live-{label}.json").write_text(json.dumps(result, indent=2))
+        print(f"\n### {label}\n")
+        print(
+            "| subscribers | msgs/s | appended | frames expected | received | lost | dup | "
+            "out of order | p50 ms | p95 ms | p99 ms | max ms | server CPU s | clients CPU s |"
+        )
+        print("|---" * 14 + "|")
+        for r in rows:
+            print(
+                f"| {r['subscribers']} | {r['rate']:g} | {r['appended']} | {r['expected']} | "
+                f"{r['received']} | {r['lost']} | {r['duplicates']} | {r['out_of_order']} | "
+                f"{r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['max_ms']} | "
+                f"{r['server_cpu_s']} | {r['subscribers_cpu_s']} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
