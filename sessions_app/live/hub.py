@@ -195,12 +195,20 @@ class Hub:
                 _read,
                 unknown,
                 wanted,
+                {pk: self._display_key(pk) for pk in (*unknown, *wanted)},
                 sorted(hinted_pks) if changes and not timer else None,
                 since if changes and timer else None,
                 auth,
             )
             self._deliver(result)
         self._cut_stalled()
+
+    def _display_key(self, pk: int) -> str | None:
+        for subscriber in self.by_session.get(pk, ()):
+            followed = subscriber.followed.get(pk)
+            if followed is not None:
+                return followed.key
+        return None
 
     def _lowest_cursor(self, pk: int) -> int | None:
         """The lowest cursor among the session's followers that can take more, if any."""
@@ -279,7 +287,7 @@ class Hub:
 # --- database side: these run on the hub's thread, on snapshots the loop passed in ------------
 
 
-def _read(unknown: dict, wanted: dict, changed_pks, sweep_since, auth) -> dict:
+def _read(unknown: dict, wanted: dict, display_keys: dict, changed_pks, sweep_since, auth) -> dict:
     close_old_connections()
     try:
         out = {"latest": {}, "messages": {}, "changes": [], "revoked": None}
@@ -292,7 +300,7 @@ def _read(unknown: dict, wanted: dict, changed_pks, sweep_since, auth) -> dict:
                     wanted[pk] = unknown[pk]
         batch = limits.get("BATCH_MESSAGES")
         for pk, after in wanted.items():
-            out["messages"][pk] = _message_events(pk, after, batch)
+            out["messages"][pk] = _message_events(pk, after, batch, display_keys.get(pk))
         if changed_pks is not None:
             out["changes"] = _changed_rows(Session.objects.filter(pk__in=changed_pks))
         elif sweep_since is not None:
@@ -326,7 +334,9 @@ def _visible(subscriber: Subscriber, row) -> bool:
     )
 
 
-def _message_events(session_pk: int, after: int, limit: int) -> list[tuple[int, str, Event]]:
+def _message_events(
+    session_pk: int, after: int, limit: int, session_key: str | None
+) -> list[tuple[int, str, Event]]:
     """(seq, role, event) for messages after `after`: projected and sanitised once, as
     sessions_history does, and serialised once for every client."""
     found = (
@@ -334,7 +344,6 @@ def _message_events(session_pk: int, after: int, limit: int) -> list[tuple[int, 
         .order_by("seq")
         .values_list(*transcript.READ_COLUMNS)[:limit]
     )
-    session_key = None
     out = []
     for row in found:
         if session_key is None:

@@ -169,13 +169,20 @@ def test_revoking_a_key_closes_its_websocket_and_its_stream(world):
 
 def test_browser_session_needs_a_same_origin_header(world, django_user_model):
     from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    from sessions_app.models import Session
     from django.test import Client
 
     server, _ = world
     user = django_user_model.objects.create_user("viewer", password="pw-123456")
-    user.user_permissions.add(
-        Permission.objects.get(codename="view_session", content_type__app_label="sessions_app")
+    # A transactional flush may have taken the permission rows with it; make sure it exists.
+    permission, _ = Permission.objects.get_or_create(
+        codename="view_session",
+        content_type=ContentType.objects.get_for_model(Session),
+        defaults={"name": "Can view session"},
     )
+    user.user_permissions.add(permission)
     client = Client()
     client.force_login(user)
     cookie = f"sessionid={client.cookies['sessionid'].value}"
