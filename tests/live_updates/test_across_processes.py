@@ -170,9 +170,9 @@ def test_revoking_a_key_closes_its_websocket_and_its_stream(world):
 def test_browser_session_needs_a_same_origin_header(world, django_user_model):
     from django.contrib.auth.models import Permission
     from django.contrib.contenttypes.models import ContentType
+    from django.test import Client
 
     from sessions_app.models import Session
-    from django.test import Client
 
     server, _ = world
     user = django_user_model.objects.create_user("viewer", password="pw-123456")
