@@ -134,7 +134,7 @@ class Hub:
         while True:
             timer = False
             try:
-                await asyncio.wait_for(self._wake.wait(), limits.poll_seconds())
+                await asyncio.wait_for(self._wake.wait(), self._next_timeout())
             except TimeoutError:
                 timer = True
             self._wake.clear()
@@ -148,6 +148,15 @@ class Hub:
                 log.warning("live hub round failed", exc_info=True)
                 self.hinted.extend(batch)
                 await asyncio.sleep(0.5)
+
+    def _next_timeout(self) -> float:
+        """The poll interval, or less if a stalled client is due to be cut off sooner."""
+        timeout = limits.poll_seconds()
+        stalled = [s.stalled_since for s in self.subscribers if s.stalled_since is not None]
+        if stalled:
+            due = min(stalled) + limits.get("STALL_SECONDS") - time.monotonic()
+            timeout = min(timeout, max(0.01, due + 0.01))
+        return timeout
 
     async def _listen(self) -> None:
         """Hints from other processes, through the Redis channel layer."""

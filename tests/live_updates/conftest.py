@@ -24,16 +24,34 @@ async def _stop_hubs():
     for loop, hub in list(Hub._hubs.items()):
         if loop is asyncio.get_running_loop():
             await hub.stop()
-    # Threads of the live endpoints hand their connections back to the PostgreSQL pool; close
-    # it so the test database can be dropped at the end (no-op without a pool).
+    # Threads of the live endpoints hand their connections back to the PostgreSQL pool: close
+    # it (no-op without a pool).
     for connection in connections.all(initialized_only=True):
         if getattr(connection, "close_pool", None):
             connection.close_pool()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_leftover_sessions(django_db_setup, django_db_blocker):
+    """Django's async test client runs each request's sync code on a thread that ends with the
+    request while its database connection stays open. Before the test database is dropped,
+    end whatever sessions are left (PostgreSQL; nothing to do on SQLite)."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+
 @pytest.fixture(autouse=True)
 def _fast_live(settings):
     settings.LIVE_POLL_SECONDS = 0.1
+    settings.LIVE_POLL_SECONDS_WITH_REDIS = 0.5
     settings.LIVE_AUTH_RECHECK_SECONDS = 0.2
 
 
