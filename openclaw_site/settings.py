@@ -133,9 +133,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Channels and the task queue -----------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
+    # Live-update hints (sessions_app/live) are the only traffic: a group_send is one PUBLISH
+    # on a kept connection with the pub/sub layer, where the core layer writes into every
+    # member's sorted set. Hints may be lost either way; hubs poll and read the database.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL], "prefix": "openclaw"},
         }
     }

@@ -18,13 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from importlib import import_module
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 from asgiref.sync import sync_to_async
+from channels.auth import get_user
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+from django.http import parse_cookie
 from django.http.request import split_domain_port, validate_host
 
 from .. import keys
@@ -166,7 +169,7 @@ class Connection:
         if authorization is not None:
             await self.authenticate_key(authorization, self.header(b"x-openclaw-session-key"))
             return
-        user = self.scope.get("user")
+        user = await self.session_user()
         if user is not None and user.is_authenticated:
             if not self.origin_allowed():
                 raise RequestError("forbidden", "cross-origin WebSocket with a browser session")
@@ -176,6 +179,21 @@ class Connection:
                 raise RequestError("forbidden", exc.message) from None
             self.subscriber.identify(requester, user_id=user.pk)
             self.auth_kind = "session"
+
+    async def session_user(self):
+        """The signed-in user of the browser's Django session cookie, if any.
+
+        Read here once rather than through Channels' AuthMiddlewareStack, whose session wrapper
+        would sit in front of every frame this connection sends."""
+        cookie = self.header(b"cookie")
+        if not cookie:
+            return None
+        session_key = parse_cookie(cookie).get(settings.SESSION_COOKIE_NAME)
+        if not session_key:
+            return None
+        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+        # Channels' get_user: the session's user, if its auth hash still matches.
+        return await get_user({"session": store})
 
     def origin_allowed(self) -> bool:
         origin = self.header(b"origin")
