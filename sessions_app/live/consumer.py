@@ -136,11 +136,9 @@ class Connection:
                 await self.on_frame(message)
 
     async def write_loop(self) -> None:
-        keepalive = limits.get("KEEPALIVE_SECONDS")
         while True:
-            item = await self.subscriber.next(keepalive)
-            if item is None:
-                continue  # the server pings idle WebSockets itself
+            # No timeout: the server pings idle WebSockets itself.
+            item = await self.subscriber.next()
             if isinstance(item, Close):
                 await self.send(
                     {"type": "websocket.close", "code": item.code, "reason": item.reason}

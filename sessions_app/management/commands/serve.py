@@ -22,18 +22,25 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--no-worker", action="store_true")
         parser.add_argument(
+            "--web-workers",
+            type=int,
+            default=int(os.environ.get("WEB_CONCURRENCY", "1")),
+            help="uvicorn worker processes (each with its own live hub); needs REDIS_URL to "
+            "carry live hints between them quickly, else they poll",
+        )
+        parser.add_argument(
             "--server",
             choices=["uvicorn", "daphne"],
             default=os.environ.get("SERVER", "uvicorn"),
             help="ASGI server: uvicorn (default) or daphne",
         )
 
-    def handle(self, *args, port, host, no_worker, server, **options):
+    def handle(self, *args, port, host, no_worker, server, web_workers, **options):
         from sessions_app.runs.sweeper import ensure_schedule
 
         ensure_schedule()
         python = sys.executable
-        children = [subprocess.Popen(server_command(server, host, port))]
+        children = [subprocess.Popen(server_command(server, host, port, web_workers))]
         if not no_worker:
             children.append(subprocess.Popen([python, "manage.py", "qcluster"]))
         self.stdout.write(
@@ -65,7 +72,7 @@ class Command(BaseCommand):
             raise SystemExit(1)
 
 
-def server_command(server: str, host: str, port: int) -> list[str]:
+def server_command(server: str, host: str, port: int, workers: int = 1) -> list[str]:
     app = "openclaw_site.asgi:application"
     if server == "daphne":
         return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), app]
@@ -76,5 +83,6 @@ def server_command(server: str, host: str, port: int) -> list[str]:
         "--ws-per-message-deflate", "false", "--ws-max-size", str(1024 * 1024),
         # Open SSE streams and WebSockets must not hold a restart for long.
         "--timeout-graceful-shutdown", "3",
+        *(["--workers", str(workers)] if workers > 1 else []),
         *(["--no-access-log"] if os.environ.get("ACCESS_LOG", "1") == "0" else []),
     ]  # fmt: skip
