@@ -263,12 +263,28 @@ class Session(models.Model):
         statement moves updatedAt (unless `touch` is off, for imports) and the live change mark;
         subscribers hear of the new seqs after commit.
         """
-        assert transaction.get_connection().in_atomic_block, "allocate_seqs needs a transaction"
-        fields = {"last_seq": F("last_seq") + count, **Session.changed("messages")}
+        connection = transaction.get_connection()
+        assert connection.in_atomic_block, "allocate_seqs needs a transaction"
+        # One statement that also returns the new last_seq (both backends have RETURNING; the
+        # ORM's update() does not): it runs for every message appended.
+        greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+        now = now_ms()
+        sets = [
+            "last_seq = last_seq + %s",
+            f"changed_ms = {greatest}(changed_ms + 1, %s)",
+            "change_reason = %s",
+        ]
+        params = [count, now, "messages"]
         if touch:
-            fields["updated_at"] = Greatest(F("updated_at"), Value(now_ms()))
-        Session.objects.filter(pk=self.pk).update(**fields)
-        self.last_seq = Session.objects.values_list("last_seq", flat=True).get(pk=self.pk)
+            sets.append(f"updated_at = {greatest}(updated_at, %s)")
+            params.append(now)
+        table = connection.ops.quote_name(Session._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET {', '.join(sets)} WHERE id = %s RETURNING last_seq",
+                [*params, self.pk],
+            )
+            (self.last_seq,) = cursor.fetchone()
         live_hint(self.pk, "messages", last_seq=self.last_seq)
         return self.last_seq - count + 1
 
