@@ -42,11 +42,9 @@ class StuckSocket:
         self.sent.append(message)
 
 
-async def test_a_stalled_reader_is_bounded_then_cut_off_with_a_resume_point(settings, operator):
-    settings.LIVE_OUTBOX_FRAMES = 5
-    settings.LIVE_STALL_SECONDS = 0.3
-    session = await db(make_session)("agent:main:main")
-    sock = StuckSocket(operator.token)
+async def subscribed(token) -> tuple[StuckSocket, asyncio.Task]:
+    """The app serving one socket that has subscribed to agent:main:main."""
+    sock = StuckSocket(token)
     await sock.inbox.put({"type": "websocket.connect"})
     app = asyncio.create_task(websocket_app(sock.scope, sock.receive, sock.send))
     frame = {"type": "req", "id": "1", "method": "sessions.messages.subscribe"}
@@ -54,6 +52,14 @@ async def test_a_stalled_reader_is_bounded_then_cut_off_with_a_resume_point(sett
     await sock.inbox.put({"type": "websocket.receive", "text": json.dumps(frame)})
     while len(sock.sent) < 2:  # accept, then the subscribe response
         await asyncio.sleep(0.01)
+    return sock, app
+
+
+async def test_a_stalled_reader_is_bounded_then_cut_off_with_a_resume_point(settings, operator):
+    settings.LIVE_OUTBOX_FRAMES = 5
+    settings.LIVE_STALL_SECONDS = 0.3
+    session = await db(make_session)("agent:main:main")
+    sock, app = await subscribed(operator.token)
 
     sock.flowing.clear()  # the client stops reading
     await db(add_messages)(session, *[user(f"m{i}") for i in range(1, 41)])
@@ -83,14 +89,7 @@ async def test_a_reader_that_catches_up_is_fed_again(settings, operator):
     settings.LIVE_OUTBOX_FRAMES = 5
     settings.LIVE_STALL_SECONDS = 30
     session = await db(make_session)("agent:main:main")
-    sock = StuckSocket(operator.token)
-    await sock.inbox.put({"type": "websocket.connect"})
-    app = asyncio.create_task(websocket_app(sock.scope, sock.receive, sock.send))
-    frame = {"type": "req", "id": "1", "method": "sessions.messages.subscribe"}
-    frame["params"] = {"key": "agent:main:main"}
-    await sock.inbox.put({"type": "websocket.receive", "text": json.dumps(frame)})
-    while len(sock.sent) < 2:
-        await asyncio.sleep(0.01)
+    sock, app = await subscribed(operator.token)
     sock.flowing.clear()
     await db(add_messages)(session, *[user(f"m{i}") for i in range(1, 41)])
     await asyncio.sleep(0.3)
