@@ -130,6 +130,17 @@ class SessionQuerySet(models.QuerySet):
     def by_activity(self):
         return self.order_by("-updated_at", "-id")
 
+    def update_changed(self, pks: list[int], reason: str, **fields) -> int:
+        """UPDATE the sessions `pks` (within this queryset's filter) and record a change that
+        live subscribers see: changed_ms moves in the same statement and a hint goes out after
+        commit. Every row-level write a subscriber could notice comes through here (or through
+        Session.mark_changed before a save, or allocate_seqs for appends)."""
+        updated = self.filter(pk__in=pks).update(**fields, **Session.change_fields(reason))
+        if updated:
+            for pk in pks:
+                live_hint(pk, reason)
+        return updated
+
 
 class Session(models.Model):
     """A chat session: OpenClaw's `SessionEntry` plus its key, with transcript bookkeeping."""
@@ -214,21 +225,15 @@ class Session(models.Model):
     def archive(self) -> None:
         if self.archived_at is None:
             self.archived_at = timezone.now()
-            Session.objects.filter(pk=self.pk).update(
-                archived_at=self.archived_at, **Session.changed("archived")
-            )
-            live_hint(self.pk, "archived")
+            Session.objects.update_changed([self.pk], "archived", archived_at=self.archived_at)
 
     def restore(self) -> None:
         if self.archived_at is not None:
             self.archived_at = None
-            Session.objects.filter(pk=self.pk).update(
-                archived_at=None, **Session.changed("restored")
-            )
-            live_hint(self.pk, "restored")
+            Session.objects.update_changed([self.pk], "restored", archived_at=None)
 
     @staticmethod
-    def changed(reason: str) -> dict:
+    def change_fields(reason: str) -> dict:
         """UPDATE arguments that record a change live subscribers should see. changed_ms only
         grows, so a poller that saw (pk, changed_ms) never mistakes a later change for it."""
         return {
@@ -488,12 +493,9 @@ class Run(models.Model):
         )
         # The session row shows its latest run: only if no newer run has started since.
         newer = Run.objects.filter(session_id=OuterRef("pk"), created_at__gt=self.created_at)
-        if (
-            Session.objects.filter(pk=self.session_id)
-            .exclude(Exists(newer))
-            .update(run_status=self.SESSION_STATUS[status], **Session.changed("run"))
-        ):
-            live_hint(self.session_id, "run")
+        Session.objects.exclude(Exists(newer)).update_changed(
+            [self.session_id], "run", run_status=self.SESSION_STATUS[status]
+        )
         return True
 
     @property

@@ -452,13 +452,9 @@ def patch_session(*, api_key: ApiKey, key: str, changes: Any) -> Session:
 def set_send_policy(*, session: Session, policy: str | None) -> Session:
     """Set or clear the per-session send-policy override ("allow", "deny", None/"inherit")."""
     value = _send_policy(policy)
-    with transaction.atomic():
-        Session.objects.filter(pk=session.pk).update(
-            send_policy=value,
-            updated_at=max(session.updated_at, now_ms()),
-            **Session.changed("updated"),
-        )
-        live_hint(session.pk, "updated")
+    Session.objects.update_changed(
+        [session.pk], "updated", send_policy=value, updated_at=max(session.updated_at, now_ms())
+    )
     session.refresh_from_db(fields=["send_policy", "updated_at", "changed_ms", "change_reason"])
     return session
 

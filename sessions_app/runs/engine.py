@@ -23,7 +23,7 @@ from django.utils import timezone
 from .. import store
 from ..errors import Refusal, ToolError
 from ..identity import requester_for_session
-from ..models import Agent, Run, Session, live_hint
+from ..models import Agent, Run, Session
 from . import notify
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
 from .chain import Chain, current_run
@@ -110,10 +110,7 @@ def start_run(
         created_at=now,
         **chain.as_fields(),
     )
-    Session.objects.filter(pk=session.pk).update(
-        run_status=Run.SESSION_STATUS[Run.QUEUED], **Session.changed("run")
-    )
-    live_hint(session.pk, "run")
+    Session.objects.update_changed([session.pk], "run", run_status=Run.SESSION_STATUS[Run.QUEUED])
     transaction.on_commit(partial(enqueue, run.id), robust=True)
     return run
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import logging
 
-from django.utils import timezone
-
 from .. import store
-from ..models import GatewayConfig, Message, Run, Session, live_hint
+from ..models import GatewayConfig, Message, Run, Session
 from ..rows import transcript_path
 from . import prompts
 from .backends import ANNOUNCE_SKIP, REPLY_SKIP
@@ -267,10 +265,7 @@ def _delete_child(child: Session, flow: dict) -> None:
     """cleanup=delete: the child's transcript goes and the session is archived (its runs stay
     readable by id, so a caller holding the runId still finds out what happened)."""
     Message.objects.filter(session=child).delete()
-    Session.objects.filter(pk=child.pk).update(
-        archived_at=timezone.now(), **Session.changed("archived")
-    )
-    live_hint(child.pk, "archived")
+    child.archive()
     attachments_dir = flow.get("attachmentsDir")
     if attachments_dir:
         from .attachments import remove_staged

@@ -8,11 +8,10 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from ..models import GatewayConfig, Run, Session, live_hint
+from ..models import GatewayConfig, Run, Session
 from . import engine
 
 log = logging.getLogger("openclaw.runs")
@@ -76,13 +75,7 @@ def archive_finished_subagents(*, now=None) -> int:
         .exclude(Exists(busy))
         .values_list("pk", flat=True)[:1000]
     )
-    with transaction.atomic():
-        archived = Session.objects.filter(pk__in=idle, archived_at__isnull=True).update(
-            archived_at=now, **Session.changed("archived")
-        )
-        for pk in idle:
-            live_hint(pk, "archived")
-    return archived
+    return Session.objects.active().update_changed(idle, "archived", archived_at=now)
 
 
 def ensure_schedule() -> None:
