@@ -37,8 +37,7 @@ def save_channel(
         or not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT
     ):
         raise InvalidArgument(f"max_attempts must be a whole number from 1 to {MAX_ATTEMPTS_LIMIT}")
-    if adapter == ChannelConfig.WEBHOOK and not webhook_url:
-        raise InvalidArgument("A webhook channel needs a webhook URL.")
+    check_webhook_url(adapter, webhook_url)
     with transaction.atomic():
         row = (
             ChannelConfig()
@@ -56,6 +55,12 @@ def save_channel(
             raise InvalidArgument(_first_message(exc)) from None
         row.save()
     return row
+
+
+def check_webhook_url(adapter: str, webhook_url: str) -> None:
+    """A webhook channel needs somewhere to send to (the admin form shows this on its field)."""
+    if adapter == ChannelConfig.WEBHOOK and not webhook_url:
+        raise InvalidArgument("A webhook channel needs a webhook URL.")
 
 
 def delete_channels(channel_ids: list[int]) -> int:

@@ -37,8 +37,7 @@ KNOWN_CHANNELS = (
 )
 CHAT_TYPE_WORDS = ("direct", "dm", "group", "supergroup", "channel")
 EVERYTHING_WARNING = "This deny rule matches every session: it blocks everything."
-RULE_TEXT_FIELDS = ("channel", "chat_type", "key_prefix", "raw_key_prefix", "note")
-RULE_FIELDS = ("position", "action", *RULE_TEXT_FIELDS)
+RULE_FIELDS = history.RULE_FIELDS  # the columns of a rule an editor sets
 RULE_KEYS = {"id", *RULE_FIELDS}
 MAX_POSITION = 2**31 - 1  # PositiveIntegerField on every backend
 MAX_CHANGE_NOTE = SendPolicyChange._meta.get_field("note").max_length

@@ -9,7 +9,7 @@ from django import forms
 
 from sessions_app.errors import InvalidArgument
 
-from . import editing
+from . import channels, editing
 from .models import ChannelConfig, SendPolicy, SendPolicyRule
 
 
@@ -106,6 +106,8 @@ class ChannelConfigForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if cleaned.get("adapter") == ChannelConfig.WEBHOOK and not cleaned.get("webhook_url"):
-            self.add_error("webhook_url", "A webhook channel needs a webhook URL.")
+        try:
+            channels.check_webhook_url(cleaned.get("adapter"), cleaned.get("webhook_url"))
+        except InvalidArgument as exc:
+            self.add_error("webhook_url", exc.message)
         return cleaned

@@ -46,7 +46,21 @@ def ms_to_datetime(ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-class ReadOnlyModelAdmin(RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdmin):
+class ReadOnlyChangePageMixin:
+    """A change page that only shows its row: no Save buttons, and a POST to it is refused."""
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method == "POST":
+            # Nothing on these pages is saved; actions have their own URLs.
+            raise PermissionDenied
+        return super().change_view(
+            request, object_id, form_url, {**READ_ONLY_PAGE, **(extra_context or {})}
+        )
+
+
+class ReadOnlyModelAdmin(
+    ReadOnlyChangePageMixin, RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdmin
+):
     """Every model field read-only; no add, no delete. Change permission only gates actions."""
 
     def get_readonly_fields(self, request, obj=None):
@@ -58,14 +72,6 @@ class ReadOnlyModelAdmin(RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdm
 
     def has_delete_permission(self, request, obj=None):
         return False
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        if request.method == "POST":
-            # Nothing on these pages is saved; actions have their own URLs.
-            raise PermissionDenied
-        return super().change_view(
-            request, object_id, form_url, {**READ_ONLY_PAGE, **(extra_context or {})}
-        )
 
 
 # --- Sessions -------------------------------------------------------------------------------
@@ -260,7 +266,14 @@ def transcript_entry(message: Message) -> dict:
     content = message.content
     texts: list[str] = []
     tools: list[dict] = []
-    if isinstance(content, str):
+    if message.role == transcript.TOOL_RESULT:
+        tools.append(
+            {
+                "title": f"toolResult {message.tool_name} ({message.tool_call_id})",
+                "json": json.dumps(message.to_transcript(), indent=2, ensure_ascii=False),
+            }
+        )
+    elif isinstance(content, str):
         texts.append(content)
     elif isinstance(content, list):
         for block in content:
@@ -276,15 +289,6 @@ def transcript_entry(message: Message) -> dict:
                 )
             else:
                 tools.append({"title": kind, "json": json.dumps(block, indent=2)})
-    is_tool_result = message.role == transcript.TOOL_RESULT
-    if is_tool_result:
-        tools = [
-            {
-                "title": f"toolResult {message.tool_name} ({message.tool_call_id})",
-                "json": json.dumps(message.to_transcript(), indent=2, ensure_ascii=False),
-            }
-        ]
-        texts = []
     provenance = message.provenance if isinstance(message.provenance, dict) else None
     return {
         "seq": message.seq,
@@ -367,9 +371,6 @@ class RunAdmin(ReadOnlyModelAdmin):
         ),
     ]
 
-    def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in Run._meta.fields if f.name != "parent_run"] + self.readonly_fields
-
     def get_fieldsets(self, request, obj=None):
         if self.has_change_permission(request, obj):
             return self.fieldsets
@@ -439,7 +440,6 @@ class AgentAdmin(RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdmin):
     form = AgentForm
     list_display = ["id", "name", "backend_type", "sandboxed", "allow_agents", "test_button"]
     search_fields = ["id", "name"]
-    readonly_fields = ["test_button"]
     row_actions = (RowAction("test-backend/", "test_backend", "test_backend_row"),)
     row_pk_converter = "str"
     TEST_PROMPT = "Hello from the admin backend test"
@@ -547,7 +547,7 @@ API_KEY_COLUMNS = [
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
+class ApiKeyAdmin(ReadOnlyChangePageMixin, ActionsNeedChangeMixin, admin.ModelAdmin):
     list_display = API_KEY_COLUMNS
     list_filter = ["scope", "sandboxed"]
     search_fields = ["name", "lookup", "session_key"]
@@ -574,13 +574,6 @@ class ApiKeyAdmin(ActionsNeedChangeMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False  # revoke instead, so last use and revocation stay visible
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        if request.method == "POST":
-            raise PermissionDenied
-        return super().change_view(
-            request, object_id, form_url, {**READ_ONLY_PAGE, **(extra_context or {})}
-        )
 
     def save_model(self, request, obj, form, change):
         if change:
