@@ -12,6 +12,7 @@ from ..rows import transcript_path
 from . import prompts
 from .backends import ANNOUNCE_SKIP, REPLY_SKIP
 from .chain import continue_chain, turns_used
+from .provenance import inter_session
 
 log = logging.getLogger("openclaw.runs")
 
@@ -92,14 +93,11 @@ def _a2a_next(run: Run, flow: dict, known: dict[str, Session]) -> None:
         session=speaker,
         kind="step",
         message=flow["latest"],
-        provenance={
-            "kind": "inter_session",
-            "sourceSessionKey": listener,
-            "sourceChannel": flow.get("targetChannel")
-            if speaker_is_requester
-            else flow.get("requesterChannel"),
-            "sourceTool": "sessions_send",
-        },
+        provenance=inter_session(
+            listener,
+            "sessions_send",
+            channel=flow.get("targetChannel" if speaker_is_requester else "requesterChannel"),
+        ),
         extra_system_prompt=prompts.reply_step_context(
             speaker_is_requester=speaker_is_requester,
             turn=turn,
@@ -221,13 +219,12 @@ def _spawn_after_announce(run: Run, flow: dict, known: dict[str, Session]) -> No
                 {
                     "role": "user",
                     "content": report,
-                    "provenance": {
-                        "kind": "inter_session",
-                        "sourceSessionKey": child.key,
-                        "sourceTool": "sessions_spawn",
-                        "sourceRole": "subagent",
-                        "runId": outcome.get("runId"),
-                    },
+                    "provenance": inter_session(
+                        child.key,
+                        "sessions_spawn",
+                        sourceRole="subagent",
+                        runId=outcome.get("runId"),
+                    ),
                 },
             )
             store.append_to_session(requester, [message])

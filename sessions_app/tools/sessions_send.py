@@ -23,6 +23,7 @@ from ..models import Run, Session
 from ..resolve import canonical_for, resolve_session
 from ..runs import prompts
 from ..runs.chain import current_run, next_hop
+from ..runs.provenance import inter_session
 
 ARGS = frozenset({"sessionKey", "label", "agentId", "message", "timeoutSeconds"})
 DEFAULT_TIMEOUT_SECONDS = 30
@@ -140,12 +141,9 @@ def start_send(
                 session=session,
                 kind="send",
                 message=message,
-                provenance={
-                    "kind": "inter_session",
-                    "sourceSessionKey": requester.session_key,
-                    "sourceChannel": requester_channel,
-                    "sourceTool": "sessions_send",
-                },
+                provenance=inter_session(
+                    requester.session_key, "sessions_send", channel=requester_channel
+                ),
                 extra_system_prompt=prompts.a2a_context(
                     requester_key=requester.session_key,
                     requester_channel=requester_channel,

@@ -27,6 +27,7 @@ from ..runs.attachments import (
     workspace_for,
 )
 from ..runs.chain import next_hop
+from ..runs.provenance import inter_session
 
 ARGS = frozenset(
     {
@@ -202,12 +203,9 @@ def sessions_spawn(*, requester: Requester, args: dict[str, Any] | None) -> dict
                 session=child,
                 kind="spawn",
                 message=task,
-                provenance={
-                    "kind": "inter_session",
-                    "sourceSessionKey": requester.session_key,
-                    "sourceChannel": requester_channel,
-                    "sourceTool": "sessions_spawn",
-                },
+                provenance=inter_session(
+                    requester.session_key, "sessions_spawn", channel=requester_channel
+                ),
                 extra_system_prompt=system_prompt,
                 requester_key=requester.session_key,
                 requester_channel=requester_channel,
