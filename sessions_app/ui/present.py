@@ -133,6 +133,57 @@ def row(data: dict, *, now: int) -> dict:
     }
 
 
+# The sessions_list row fields the panel lists, in this order (absent ones shown as such).
+METADATA_FIELDS = (
+    "key",
+    "kind",
+    "channel",
+    "agentId",
+    "label",
+    "displayName",
+    "deliveryContext",
+    "updatedAt",
+    "sessionId",
+    "model",
+    "contextTokens",
+    "totalTokens",
+    "thinkingLevel",
+    "verboseLevel",
+    "systemSent",
+    "abortedLastRun",
+    "sendPolicy",
+    "lastChannel",
+    "lastTo",
+    "lastAccountId",
+    "transcriptPath",
+    "spawnedBy",
+    "parentSessionKey",
+    "spawnDepth",
+    "childSessions",
+    "archived",
+    "status",
+)
+
+
+def metadata(data: dict) -> list[dict]:
+    """A session_row() dict as the panel's name/value list."""
+    items = []
+    for name in METADATA_FIELDS:
+        value = data.get(name)
+        is_json = isinstance(value, dict | list)
+        if is_json:
+            shown = pretty_json(value)
+        elif isinstance(value, bool):
+            shown = "true" if value else "false"
+        else:
+            shown = value
+        item = {"name": name, "value": shown, "absent": name not in data, "json": is_json}
+        if name == "updatedAt" and value is not None:
+            item["hint"] = ms_to_text(value)
+        items.append(item)
+    return items
+
+
 def pretty_json(value) -> str:
     """Indented JSON, bounded and with credential-like text masked (tool arguments are not
     covered by the history sanitiser, which only reads text fields)."""
@@ -171,11 +222,14 @@ def announce_card(text: str) -> dict | None:
     return card
 
 
+def image_mime(block: dict) -> str:
+    """The MIME type an image block declares (OpenClaw's or Anthropic's field names)."""
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    return block.get("mimeType") or block.get("mediaType") or source.get("media_type") or ""
+
+
 def _image_block(block: dict, *, image_url: str, index: int) -> dict:
-    mime = block.get("mimeType") or block.get("mediaType") or ""
-    source = block.get("source")
-    if not mime and isinstance(source, dict):
-        mime = source.get("media_type") or ""
+    mime = image_mime(block)
     shown = block.get("omitted") and mime in IMAGE_TYPES
     encoded = block.get("bytes")
     size = ""

@@ -1,7 +1,8 @@
 """What the browser reads, as a few bounded queries per page (the tests pin the counts).
 
 List: one query for the page (keyset on (updated_at, id), the `session_activity` index order),
-one for the children of its rows, one for the last messages (transcript.last_messages).
+the children of its rows (rows.page_rows: in the page's statement on PostgreSQL, one more query
+elsewhere), one for the last messages (transcript.last_messages).
 Transcript: index range scans on (session, seq) via transcript.read_page, so the first page of a
 long transcript costs what it costs for a short one.
 """
@@ -14,7 +15,7 @@ from django.db.models import Q
 
 from .. import keys, sanitize, transcript
 from ..models import Message, Run, Session, now_ms
-from ..rows import light_rows, session_row
+from ..rows import page_rows, session_row
 from . import search
 from .forms import Cursor
 
@@ -84,7 +85,7 @@ def list_page(
             )
         if only_keys is not None:
             qs = qs.filter(key__in=only_keys)
-        return light_rows(qs.by_activity()[: limit + 1])
+        return page_rows(qs.by_activity()[: limit + 1])
 
     if (filters.get("q") or "").strip():
         page, search_limited = search.bounded(fetch)
@@ -92,20 +93,10 @@ def list_page(
         page, search_limited = fetch(True), False
     has_more = len(page) > limit
     page = page[:limit]
-    children: dict[str, list[str]] = {}
-    if page:
-        child_rows = (
-            Session.objects.active()
-            .filter(spawned_by__in=[s.key for s in page])
-            .order_by("-updated_at")
-            .values_list("spawned_by", "key")
-        )
-        for parent, child in child_rows:
-            children.setdefault(parent, []).append(child)
     last = transcript.last_messages(page, PREVIEW_MESSAGES) if page else {}
     rows = []
     for light in page:
-        row = session_row(light, settings=settings, children=children.get(light.key, []))
+        row = session_row(light, settings=settings, children=light.children)
         row["_light"] = light
         messages = last.get(light.pk) or []
         row["_preview"] = messages[-1] if messages else None

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from functools import wraps
 from urllib.parse import urlencode
 
 from django.contrib import messages as flash
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from .. import keys, store, transcript
@@ -29,35 +29,6 @@ from .forms import CHANNEL_SUGGESTIONS, ListFilterForm, parse_seq
 
 MAX_ROW_KEYS = 50
 POLICY_CHOICES = ("inherit", "allow", "deny")
-METADATA_FIELDS = (
-    "key",
-    "kind",
-    "channel",
-    "agentId",
-    "label",
-    "displayName",
-    "deliveryContext",
-    "updatedAt",
-    "sessionId",
-    "model",
-    "contextTokens",
-    "totalTokens",
-    "thinkingLevel",
-    "verboseLevel",
-    "systemSent",
-    "abortedLastRun",
-    "sendPolicy",
-    "lastChannel",
-    "lastTo",
-    "lastAccountId",
-    "transcriptPath",
-    "spawnedBy",
-    "parentSessionKey",
-    "spawnDepth",
-    "childSessions",
-    "archived",
-    "status",
-)
 
 
 def _settings() -> keys.KeySettings:
@@ -67,16 +38,20 @@ def _settings() -> keys.KeySettings:
 # --- the session list -----------------------------------------------------------------------
 
 
-def _list_context(request, form: ListFilterForm, settings: keys.KeySettings) -> dict:
+def _rows(page: queries.ListPage) -> list[dict]:
+    now = now_ms()
+    return [present.row(r, now=now) for r in page.rows]
+
+
+def _list_context(form: ListFilterForm, settings: keys.KeySettings) -> dict:
     data = form.cleaned_data
     page = queries.list_page(data, settings=settings, cursor=data.get("after"))
     params = form.filter_params()
-    now = now_ms()
     next_url = ""
     if page.next_cursor:
         next_url = "?" + urlencode({**params, "after": str(page.next_cursor)})
     return {
-        "rows": [present.row(r, now=now) for r in page.rows],
+        "rows": _rows(page),
         "filter_query": urlencode(params),
         "next_url": next_url,
         "is_first_page": data.get("after") is None,
@@ -99,7 +74,7 @@ def session_list(request):
     if not form.is_valid():
         context["filter_errors"] = list(form.errors.items())
         return render(request, "ui/list.html", context, status=400)
-    context.update(_list_context(request, form, _settings()))
+    context.update(_list_context(form, _settings()))
     return render(request, "ui/list.html", context)
 
 
@@ -118,17 +93,16 @@ def rows_fragment(request):
         if len(raw_keys) > MAX_ROW_KEYS:
             return error_page(request, 400, f"At most {MAX_ROW_KEYS} keys.")
         try:
-            only_keys = [keys.canonical_key(k, settings=settings) for k in raw_keys]
-        except keys.InvalidKey as exc:
-            return error_page(request, 400, f"key: {exc}")
+            only_keys = [store.canonical_session_key(k, settings=settings) for k in raw_keys]
+        except InvalidArgument as exc:
+            return error_page(request, 400, str(exc))
     page = queries.list_page(
         form.cleaned_data,
         settings=settings,
         cursor=form.cleaned_data.get("after"),
         only_keys=only_keys,
     )
-    now = now_ms()
-    return render(request, "ui/_rows.html", {"rows": [present.row(r, now=now) for r in page.rows]})
+    return render(request, "ui/_rows.html", {"rows": _rows(page)})
 
 
 def _form_errors(form) -> str:
@@ -140,17 +114,26 @@ def _form_errors(form) -> str:
 # --- one transcript -------------------------------------------------------------------------
 
 
-def _session_or_error(request, key: str, settings: keys.KeySettings):
-    try:
-        return store.get_session(key, settings=settings), None
-    except InvalidArgument as exc:
-        return None, error_page(request, 400, str(exc))
-    except NotFound as exc:
-        return None, error_page(request, 404, str(exc))
+def session_view(view):
+    """Resolve the URL's `key` to its session (a 400 or 404 page when it is not one) and call
+    `view(request, session, settings, ...)`."""
+
+    @wraps(view)
+    def wrapped(request, key: str, *args, **kwargs):
+        settings = _settings()
+        try:
+            session = store.get_session(key, settings=settings)
+        except InvalidArgument as exc:
+            return error_page(request, 400, str(exc))
+        except NotFound as exc:
+            return error_page(request, 404, str(exc))
+        return view(request, session, settings, *args, **kwargs)
+
+    return wrapped
 
 
 def _urls(session: Session) -> dict:
-    base = reverse("ui:transcript", kwargs={"key": session.key})
+    base = present.session_url(session.key)
     return {
         "page": base,
         "messages": base + "messages/",
@@ -165,26 +148,6 @@ def _messages(page: queries.MessagePage, urls: dict) -> list[dict]:
     return [present.message(m, image_base=urls["images"]) for m in page.messages]
 
 
-def _metadata(row: dict) -> list[dict]:
-    items = []
-    for name in METADATA_FIELDS:
-        value = row.get(name)
-        shown = present.pretty_json(value) if isinstance(value, dict | list) else value
-        if isinstance(value, bool):
-            shown = "true" if value else "false"
-        items.append(
-            {
-                "name": name,
-                "value": shown,
-                "absent": name not in row,
-                "json": isinstance(value, dict | list),
-            }
-        )
-    if row.get("updatedAt") is not None:
-        items[METADATA_FIELDS.index("updatedAt")]["hint"] = present.ms_to_text(row["updatedAt"])
-    return items
-
-
 def _panel_context(request, session: Session, settings: keys.KeySettings, urls: dict) -> dict:
     tree = queries.subagent_tree(session)
     row = queries.session_metadata(session, tree, settings=settings)
@@ -192,7 +155,7 @@ def _panel_context(request, session: Session, settings: keys.KeySettings, urls: 
     return {
         "session": session,
         "row": row,
-        "metadata": _metadata(row),
+        "metadata": present.metadata(row),
         "tree": present.tree(tree),
         "runs": [present.run(r) for r in runs],
         "runs_more": len(runs) == queries.RUNS_SHOWN,
@@ -205,11 +168,8 @@ def _panel_context(request, session: Session, settings: keys.KeySettings, urls: 
 
 @viewer_required
 @require_GET
-def transcript_page(request, key: str):
-    settings = _settings()
-    session, failed = _session_or_error(request, key, settings)
-    if failed:
-        return failed
+@session_view
+def transcript_page(request, session: Session, settings: keys.KeySettings):
     try:
         at = parse_seq(request.GET.get("at"), "at")
     except ValueError as exc:
@@ -233,13 +193,10 @@ def transcript_page(request, key: str):
 
 @viewer_required
 @require_GET
-def messages_fragment(request, key: str):
+@session_view
+def messages_fragment(request, session: Session, settings: keys.KeySettings):
     """One page of messages as HTML: `before`, `after` or `around` a seq (at most one); none →
     the newest page. `limit` (≤ 200) only with `after`."""
-    settings = _settings()
-    session, failed = _session_or_error(request, key, settings)
-    if failed:
-        return failed
     try:
         given = {
             name: parse_seq(request.GET.get(name), name, minimum=0 if name == "after" else 1)
@@ -269,11 +226,8 @@ def messages_fragment(request, key: str):
 
 @viewer_required
 @require_GET
-def panel_fragment(request, key: str):
-    settings = _settings()
-    session, failed = _session_or_error(request, key, settings)
-    if failed:
-        return failed
+@session_view
+def panel_fragment(request, session: Session, settings: keys.KeySettings):
     return render(
         request, "ui/_panel.html", _panel_context(request, session, settings, _urls(session))
     )
@@ -285,11 +239,9 @@ def _filename(key: str) -> str:
 
 @viewer_required
 @require_GET
-def download(request, key: str):
+@session_view
+def download(request, session: Session, settings: keys.KeySettings):
     """The transcript as OpenClaw JSONL (transcript.export_jsonl, what the API's export streams)."""
-    session, failed = _session_or_error(request, key, _settings())
-    if failed:
-        return failed
     response = StreamingHttpResponse(
         transcript.export_jsonl(session), content_type="application/x-ndjson; charset=utf-8"
     )
@@ -299,17 +251,15 @@ def download(request, key: str):
 
 @viewer_required
 @require_GET
-def image(request, key: str, seq: int, index: int):
+@session_view
+def image(request, session: Session, settings: keys.KeySettings, seq: int, index: int):
     """One image block of a message, decoded (PNG, JPEG, GIF, WebP only: never markup)."""
-    session, failed = _session_or_error(request, key, _settings())
-    if failed:
-        return failed
     content = queries.message_content(session, seq)
     block = content[index] if isinstance(content, list) and index < len(content) else None
     if not isinstance(block, dict) or block.get("type") != "image":
         return error_page(request, 404, "No such image.")
+    mime = present.image_mime(block)
     source = block.get("source") if isinstance(block.get("source"), dict) else {}
-    mime = block.get("mimeType") or block.get("mediaType") or source.get("media_type") or ""
     data = block.get("data") if isinstance(block.get("data"), str) else source.get("data")
     if mime not in present.IMAGE_TYPES or not isinstance(data, str):
         return error_page(request, 404, "No image data in this block.")
@@ -333,15 +283,15 @@ def send_policy(request, key: str):
         return response
     if not can_override(request.user):
         return error_page(request, 403, "Only operators may change the send policy.")
-    session, failed = _session_or_error(request, key, _settings())
-    if failed:
-        return failed
+    return _set_send_policy(request, key)
+
+
+@session_view
+def _set_send_policy(request, session: Session, settings: keys.KeySettings):
+    # Stricter than store.set_send_policy (no "", no case or space variants): the form's values.
     policy = request.POST.get("policy", "")
     if policy not in POLICY_CHOICES:
         return error_page(request, 400, 'policy must be "allow", "deny" or "inherit".')
-    try:
-        store.set_send_policy(session=session, policy=policy)
-    except InvalidArgument as exc:
-        return error_page(request, 400, str(exc))
+    store.set_send_policy(session=session, policy=policy)
     flash.success(request, f"Send policy for this session: {policy}.")
-    return redirect(reverse("ui:transcript", kwargs={"key": session.key}))
+    return redirect(present.session_url(session.key))

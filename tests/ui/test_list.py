@@ -183,7 +183,7 @@ LIST_QUERIES = (
     + 1  # agents for the filter
     + 1  # gateway settings
     + 1  # the page
-    + 1  # children of the rows
+    + (0 if connection.vendor == "postgresql" else 1)  # children of the rows (PG: in the page)
     + 1  # their last messages
 )
 
