@@ -179,7 +179,13 @@ def _enqueue_on_commit(delivery_id: int) -> None:
 
 
 def _enqueue_task(delivery_id: int) -> None:
-    async_task(TASK, delivery_id, task_name=f"deliver-{delivery_id}")
+    from sessions_app.runs.engine import task_broker  # this process's one broker (why: there)
+
+    async_task(
+        TASK,
+        delivery_id,
+        q_options={"task_name": f"deliver-{delivery_id}", "broker": task_broker()},
+    )
 
 
 # --- Sending --------------------------------------------------------------------------------

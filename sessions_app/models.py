@@ -11,11 +11,11 @@ import time
 import uuid
 
 from django.db import models, transaction
-from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from . import keys
+from . import keys, rawsql
 
 
 def live_hint(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:
@@ -241,6 +241,54 @@ class Session(models.Model):
             "change_reason": reason,
         }
 
+    @staticmethod
+    def change_set(reason: str) -> tuple[str, list]:
+        """change_fields() as a plain-SQL SET clause and its parameters."""
+        sql = f"changed_ms = {rawsql.greatest()}(changed_ms + 1, %s), change_reason = %s"
+        return sql, [now_ms(), reason]
+
+    # Plain-SQL SET clauses, (sql, params), for the session's share of starting and finishing a
+    # run: they go into the UPDATE that appends the run's message, so a run touches its session
+    # row once (see rawsql for why plain SQL).
+
+    @staticmethod
+    def run_status_set(run_status: str, *, unless_newer_than: Run | None = None) -> tuple:
+        """Show `run_status`; with `unless_newer_than`, only if no run of the session was created
+        after that one (the row shows its latest run)."""
+        if unless_newer_than is None:
+            return "run_status = %s", [run_status]
+        run = unless_newer_than
+        return (
+            f"run_status = CASE WHEN EXISTS (SELECT 1 FROM {rawsql.table(Run)} AS newer"
+            " WHERE newer.session_id = %s AND newer.created_at > %s) THEN run_status ELSE %s END",
+            [run.session_id, rawsql.prep(Run, "created_at", run.created_at), run_status],
+        )
+
+    @staticmethod
+    def usage_sets(usage: dict | None) -> list[tuple]:
+        """Add a run's token usage to the session's totals."""
+        if not usage:
+            return []
+        tokens_in = int(usage.get("input") or 0)
+        tokens_out = int(usage.get("output") or 0)
+        total = int(usage.get("totalTokens") or tokens_in + tokens_out)
+        return [
+            (f"{name} = COALESCE({name}, 0) + %s", [value])
+            for name, value in (
+                ("input_tokens", tokens_in),
+                ("output_tokens", tokens_out),
+                ("total_tokens", total),
+            )
+        ]
+
+    @staticmethod
+    def update_sets(session_pk: int, sets: list[tuple], reason: str) -> None:
+        """UPDATE one session with such SET clauses, recorded as a live change `reason`."""
+        rawsql.update(
+            Session, {}, "id = %s", [session_pk], extra_sets=[*sets, Session.change_set(reason)]
+        )
+        live_hint(session_pk, reason)
+
     def mark_changed(self, reason: str) -> None:
         """The same for a Session about to be saved (upsert, patch)."""
         self.changed_ms = max(self.changed_ms + 1, now_ms())
@@ -260,37 +308,35 @@ class Session(models.Model):
             last_channel=self.last_channel,
         )[:64]
 
-    def allocate_seqs(self, count: int, *, touch: bool = True) -> int:
+    def allocate_seqs(
+        self, count: int, *, touch: bool = True, also: list[tuple] = (), reason: str = "messages"
+    ) -> int:
         """Reserve `count` contiguous seq values; returns the first. Call inside a transaction.
 
         The UPDATE … SET last_seq = last_seq + n takes the row lock (PostgreSQL) or the write lock
         (SQLite, IMMEDIATE), so concurrent appenders get disjoint, gap-free ranges. The same
         statement moves updatedAt (unless `touch` is off, for imports) and the live change mark;
-        subscribers hear of the new seqs after commit.
+        subscribers hear of the new seqs after commit. `also`: more SET clauses for the same
+        statement (the run status and usage of a starting or finishing run), with `reason` as
+        the live change.
         """
-        connection = transaction.get_connection()
-        assert connection.in_atomic_block, "allocate_seqs needs a transaction"
+        assert transaction.get_connection().in_atomic_block, "allocate_seqs needs a transaction"
         # One statement that also returns the new last_seq (both backends have RETURNING; the
         # ORM's update() does not): it runs for every message appended.
-        greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
-        now = now_ms()
-        sets = [
-            "last_seq = last_seq + %s",
-            f"changed_ms = {greatest}(changed_ms + 1, %s)",
-            "change_reason = %s",
-        ]
-        params = [count, now, "messages"]
+        sets, params = ["last_seq = last_seq + %s"], [count]
+        for sql, sql_params in [*also, self.change_set(reason)]:
+            sets.append(sql)
+            params.extend(sql_params)
         if touch:
-            sets.append(f"updated_at = {greatest}(updated_at, %s)")
-            params.append(now)
-        table = connection.ops.quote_name(Session._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET {', '.join(sets)} WHERE id = %s RETURNING last_seq",
-                [*params, self.pk],
-            )
-            (self.last_seq,) = cursor.fetchone()
+            sets.append(f"updated_at = {rawsql.greatest()}(updated_at, %s)")
+            params.append(now_ms())
+        (self.last_seq,) = rawsql.fetchall(
+            f"UPDATE {rawsql.table(Session)} SET {', '.join(sets)} WHERE id = %s RETURNING last_seq",
+            [*params, self.pk],
+        )[0]
         live_hint(self.pk, "messages", last_seq=self.last_seq)
+        if reason != "messages":
+            live_hint(self.pk, reason)
         return self.last_seq - count + 1
 
 
@@ -461,42 +507,64 @@ class Run(models.Model):
         return self.status in self.FINISHED
 
     @classmethod
-    def claim(cls, run_id, *, worker: str) -> bool:
-        """queued → running, for one worker only (a conditional UPDATE, portable)."""
+    def claim(cls, run_id, *, worker: str):
+        """queued → running, for one worker only (a conditional UPDATE; plain SQL, see rawsql).
+        The claim's time, or None when the run was not queued."""
         now = timezone.now()
-        return bool(
-            cls.objects.filter(pk=run_id, status=cls.QUEUED).update(
-                status=cls.RUNNING,
-                started_at=now,
-                heartbeat_at=now,
-                worker=worker[:100],
-                attempts=F("attempts") + 1,
-            )
+        values = {"status": cls.RUNNING, "started_at": now, "heartbeat_at": now}
+        claimed = rawsql.update(
+            cls,
+            values | {"worker": worker[:100]},
+            "id = %s AND status = %s",
+            [rawsql.prep(cls, "id", run_id), cls.QUEUED],
+            extra_sets=[("attempts = attempts + 1", [])],
         )
+        return now if claimed else None
 
-    def mark_finished(self, status: str, *, reply: str = "", error: str = "", usage=None) -> bool:
-        """queued|running → a final status, once. False when something else finished it first."""
+    def set_claimed(self, claimed_at, *, worker: str) -> None:
+        """This queued instance as claim() has just changed its row."""
+        self.status, self.started_at, self.heartbeat_at = self.RUNNING, claimed_at, claimed_at
+        self.worker = worker[:100]
+        self.attempts += 1
+
+    def mark_finished(
+        self,
+        status: str,
+        *,
+        reply: str = "",
+        error: str = "",
+        usage=None,
+        reply_seq: int | None = None,
+        show_on_session: bool = True,
+    ) -> bool:
+        """queued|running → a final status, once. False when something else finished it first.
+
+        Unless `show_on_session` is off (the caller folds session_sets() into its own UPDATE of
+        the session), the session row shows the outcome too."""
         assert status in self.FINISHED
         now = timezone.now()
-        changed = Run.objects.filter(pk=self.pk, status__in=[self.QUEUED, self.RUNNING]).update(
-            status=status, reply=reply, error=error, usage=usage, finished_at=now
+        values = {"status": status, "reply": reply, "error": error, "usage": usage}
+        values |= {"finished_at": now, "reply_seq": reply_seq}
+        # Plain SQL (rawsql's docstring says why): every run ends here.
+        changed = rawsql.update(
+            Run,
+            values,
+            "id = %s AND status IN (%s, %s)",
+            [rawsql.prep(Run, "id", self.pk), self.QUEUED, self.RUNNING],
         )
         if not changed:
             self.refresh_from_db()
             return False
-        self.status, self.reply, self.error, self.usage, self.finished_at = (
-            status,
-            reply,
-            error,
-            usage,
-            now,
-        )
-        # The session row shows its latest run: only if no newer run has started since.
-        newer = Run.objects.filter(session_id=OuterRef("pk"), created_at__gt=self.created_at)
-        Session.objects.exclude(Exists(newer)).update_changed(
-            [self.session_id], "run", run_status=self.SESSION_STATUS[status]
-        )
+        for name, value in values.items():
+            setattr(self, name, value)
+        if show_on_session:
+            Session.update_sets(self.session_id, self.session_sets(), "run")
         return True
+
+    def session_sets(self) -> list[tuple]:
+        """The session's share of this finished run: its status (if it is the latest) and usage."""
+        status = Session.run_status_set(self.SESSION_STATUS[self.status], unless_newer_than=self)
+        return [status, *Session.usage_sets(self.usage)]
 
     @property
     def runtime_ms(self) -> int | None:

@@ -522,11 +522,21 @@ def read_messages(raw: Any) -> list[Message]:
 
 
 def append_to_session(
-    session: Session, messages: list[Message], *, touch: bool = True
+    session: Session,
+    messages: list[Message],
+    *,
+    touch: bool = True,
+    also: list[tuple] = (),
+    reason: str = "messages",
 ) -> tuple[int, int]:
-    """Append validated messages at the next seqs, atomically. Returns (firstSeq, lastSeq)."""
-    with transaction.atomic():
-        first = session.allocate_seqs(len(messages), touch=touch)
+    """Append validated messages at the next seqs, atomically. Returns (firstSeq, lastSeq).
+    `also` and `reason`: see Session.allocate_seqs.
+
+    Inside a caller's transaction (starting or finishing a run) no savepoint is taken: nothing
+    catches a failed append and goes on with that transaction, and the savepoint cost two
+    statements per append."""
+    with transaction.atomic(savepoint=False):
+        first = session.allocate_seqs(len(messages), touch=touch, also=also, reason=reason)
         for offset, message in enumerate(messages):
             message.session_id = session.pk
             message.seq = first + offset

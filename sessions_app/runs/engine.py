@@ -9,6 +9,7 @@ runs created in that same transaction, enqueued after commit.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import socket
@@ -20,7 +21,7 @@ from functools import partial
 from django.db import OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
-from .. import store
+from .. import rawsql, store
 from ..errors import Refusal, ToolError
 from ..identity import requester_for_session
 from ..models import Agent, Run, Session
@@ -83,13 +84,18 @@ def start_run(
     `message` None means the input is already in the transcript (ingest with run=true).
     """
     assert transaction.get_connection().in_atomic_block, "start_run needs the caller's transaction"
+    queued = [Session.run_status_set(Run.SESSION_STATUS[Run.QUEUED])]
     if message is not None:
         payload = {"role": "user", "content": message}
         if provenance:
             payload["provenance"] = provenance
-        input_seq, _ = store.append_to_session(session, [store.read_message(0, payload)])
+        # The same UPDATE shows the run as queued on the session.
+        input_seq, _ = store.append_to_session(
+            session, [store.read_message(0, payload)], also=queued, reason="run"
+        )
     else:
         input_seq = session.last_seq or None
+        Session.update_sets(session.pk, queued, "run")
     now = timezone.now()
     run = Run.objects.create(
         session=session,
@@ -110,9 +116,24 @@ def start_run(
         created_at=now,
         **chain.as_fields(),
     )
-    Session.objects.update_changed([session.pk], "run", run_status=Run.SESSION_STATUS[Run.QUEUED])
-    transaction.on_commit(partial(enqueue, run.id), robust=True)
+    followups = _followups.get()
+    # Committed, never before: a rolled-back start leaves nothing to run.
+    transaction.on_commit(
+        partial(followups.append, run) if followups is not None else partial(enqueue, run.id),
+        robust=True,
+    )
     return run
+
+
+# Runs started while a worker task finishes a run (reply steps, announces, reports) are collected
+# here and executed by the same task, one after another, while it is younger than
+# FOLLOW_UP_INLINE_SECONDS; later ones are enqueued. That saves each follow-up a trip through the
+# broker and the cluster (about a tenth of a worker's CPU per run) and keeps the task well within
+# django-q's timeout. If the process dies first, the sweeper re-enqueues what stayed queued.
+_followups: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "openclaw_followups", default=None
+)
+FOLLOW_UP_INLINE_SECONDS = 5
 
 
 # --- executing (the django-q2 task) -------------------------------------------------------------
@@ -150,12 +171,39 @@ class Heartbeat:
 
 
 def execute_run(run_id: str) -> str:
-    """Execute one run. Safe to call twice (a redelivered task): only a queued run is claimed."""
+    """Execute one run, then the follow-up runs it started (see _followups). Safe to call twice
+    (a redelivered task): only a queued run is claimed."""
+    started = time.monotonic()
     if not connection.in_atomic_block:  # (tests run tasks inside their transaction)
         close_old_connections()
-    if not Run.claim(run_id, worker=worker_name()):
+    pending: list[Run] = []
+    token = _followups.set(pending)
+    try:
+        outcome = _execute_one(run_id)
+        while pending and time.monotonic() - started < FOLLOW_UP_INLINE_SECONDS:
+            _execute_one(pending.pop(0))
+    finally:
+        _followups.reset(token)
+        for later in pending:  # past the budget, or after an error: a task each, as usual
+            try:
+                enqueue(later.pk)
+            except Exception:  # the sweeper re-enqueues runs that stay queued
+                log.warning("could not enqueue follow-up run %s", later.pk, exc_info=True)
+    return outcome
+
+
+def _execute_one(run: Run | str) -> str:
+    """Claim and execute one run, given by id (a task) or as the Run a finishing transaction
+    created moments ago (a follow-up: its row and its session's are as that transaction left
+    them, so they are not read again)."""
+    run_id = run.pk if isinstance(run, Run) else run
+    claimed_at = Run.claim(run_id, worker=worker_name())
+    if not claimed_at:
         return "skipped"
-    run = Run.objects.select_related("session", "session__agent").get(pk=run_id)
+    if isinstance(run, Run):
+        run.set_claimed(claimed_at, worker=worker_name())
+    else:
+        run = Run.objects.select_related("session", "session__agent").get(pk=run_id)
     if run.deadline and timezone.now() >= run.deadline:
         finish_run(run, Run.TIMEOUT, error=timeout_text(run))
         return Run.TIMEOUT
@@ -189,6 +237,16 @@ def timeout_text(run: Run) -> str:
 
 
 def run_turn(run: Run) -> TurnOutput:
+    # Runs the turn's own tool calls start (sessions_send, sessions_spawn) are enqueued at once,
+    # to run beside this one: only the finishing transaction's follow-ups wait for this task.
+    token = _followups.set(None)
+    try:
+        return _run_turn(run)
+    finally:
+        _followups.reset(token)
+
+
+def _run_turn(run: Run) -> TurnOutput:
     session = run.session
     agent: Agent = session.agent
     from .tool_specs import tools_for
@@ -279,25 +337,32 @@ def retrying(operation):
     raise AssertionError("unreachable")
 
 
-def lock_sessions(run: Run) -> None:
+def lock_sessions(run: Run) -> dict[str, Session]:
     """Lock every session this finish may write (its own, and the flow's requester and target,
     where follow-up steps go) in primary-key order, so two finishing runs can never lock the
-    same two sessions the other way round (a PostgreSQL deadlock)."""
+    same two sessions the other way round (a PostgreSQL deadlock).
+
+    Returns them by key, read under the lock, so the follow-ups need no lookup, and makes the
+    fresh row the run's session (keeping its loaded agent)."""
     flow = run.flow or {}
     wanted = [k for k in (flow.get("requester"), flow.get("target")) if k]
-    # Plain SQL: it runs in every finishing transaction, and the ORM spent three times the
-    # statement's cost building it. SQLite has no FOR UPDATE (its IMMEDIATE transactions
-    # serialise writers).
-    qn = connection.ops.quote_name
-    sql = f"SELECT id FROM {qn(Session._meta.db_table)} WHERE id = %s"
+    # A raw query (see rawsql): no queryset to build, the model's own column conversions.
+    # SQLite has no FOR UPDATE: its IMMEDIATE transactions serialise writers, so nothing moves
+    # under us there either.
+    sql = f"SELECT * FROM {rawsql.table(Session)} WHERE id = %s"
     if wanted:
-        sql += f" OR {qn('key')} IN ({', '.join(['%s'] * len(wanted))})"
+        sql += f" OR {rawsql.column('key')} IN ({', '.join(['%s'] * len(wanted))})"
     sql += " ORDER BY id"
     if connection.features.has_select_for_update:
         sql += " FOR UPDATE"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [run.session_id, *wanted])
-        cursor.fetchall()
+    sessions = {s.key: s for s in Session.objects.raw(sql, [run.session_id, *wanted])}
+    if Run.session.is_cached(run) and Session.agent.is_cached(run.session):
+        agent = run.session.agent
+        for session in sessions.values():
+            if session.agent_id == agent.pk:
+                Session.agent.field.set_cached_value(session, agent)
+    run.session = next(s for s in sessions.values() if s.pk == run.session_id)
+    return sessions
 
 
 def complete_run(run: Run, output: TurnOutput) -> str:
@@ -314,30 +379,34 @@ def complete_run(run: Run, output: TurnOutput) -> str:
         # Messages are rebuilt on each attempt: a rolled-back attempt may have given them seqs.
         messages = [store.read_message(i, m) for i, m in enumerate(output.messages)]
         with transaction.atomic():
-            lock_sessions(run)
-            if not run.mark_finished(Run.OK, reply=output.reply, usage=output.usage or None):
+            sessions = lock_sessions(run)
+            # The session is locked, so the reply's last seq is known before it is appended, and
+            # the run's finishing UPDATE records it too.
+            reply_seq = run.session.last_seq + len(messages) if messages else None
+            finished = run.mark_finished(
+                Run.OK,
+                reply=output.reply,
+                usage=output.usage or None,
+                reply_seq=reply_seq,
+                show_on_session=False,
+            )
+            if not finished:
                 return "discarded"
+            # One UPDATE of the session: the reply's seqs, the run status and the usage.
             if messages:
-                _, last = store.append_to_session(run.session, messages)
-                set_reply_seq(run, last)
-            add_usage(run.session_id, output.usage)
+                _, last = store.append_to_session(
+                    run.session, messages, also=run.session_sets(), reason="run"
+                )
+                assert last == reply_seq, (last, reply_seq)
+            else:
+                Session.update_sets(run.session_id, run.session_sets(), "run")
             # Before after_finish(): on-commit callbacks run in order, so the waiter's hint goes
             # out before the follow-up runs are enqueued.
             transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
-            after_finish(run)
+            after_finish(run, sessions)
         return Run.OK
 
     return retrying(store_reply)
-
-
-def set_reply_seq(run: Run, seq: int) -> None:
-    """Where the reply starts in the transcript (plain SQL, as lock_sessions, for its cost)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {connection.ops.quote_name(Run._meta.db_table)} SET reply_seq = %s WHERE id = %s",
-            [seq, Run._meta.pk.get_db_prep_value(run.pk, connection)],
-        )
-    run.reply_seq = seq
 
 
 def finish_run(run: Run, status: str, *, error: str = "") -> bool:
@@ -345,11 +414,11 @@ def finish_run(run: Run, status: str, *, error: str = "") -> bool:
 
     def finish():
         with transaction.atomic():
-            lock_sessions(run)
+            sessions = lock_sessions(run)
             if not run.mark_finished(status, error=error):
                 return False
             transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
-            after_finish(run)
+            after_finish(run, sessions)
         return True
 
     return retrying(finish)
@@ -360,29 +429,8 @@ def abort_run(run: Run) -> bool:
     return finish_run(run, Run.ABORTED, error="aborted")
 
 
-def add_usage(session_id: int, usage: dict | None) -> None:
-    if not usage:
-        return
-    tokens_in = int(usage.get("input") or 0)
-    tokens_out = int(usage.get("output") or 0)
-    total = int(usage.get("totalTokens") or tokens_in + tokens_out)
-    # Plain SQL: this runs in every finishing transaction, and building the ORM's version of it
-    # (three Coalesce(F()) expressions) cost more than the statement itself.
-    with connection.cursor() as cursor:
-        cursor.execute(_ADD_USAGE, [tokens_in, tokens_out, total, session_id])
-
-
-_ADD_USAGE = f"""
-    UPDATE {Session._meta.db_table} SET
-        input_tokens = COALESCE(input_tokens, 0) + %s,
-        output_tokens = COALESCE(output_tokens, 0) + %s,
-        total_tokens = COALESCE(total_tokens, 0) + %s
-    WHERE id = %s
-"""
-
-
-def after_finish(run: Run) -> None:
+def after_finish(run: Run, sessions: dict[str, Session]) -> None:
     """Follow-up steps, in the finishing transaction (so they are never lost between steps)."""
     from . import flows
 
-    flows.after_finish(run)
+    flows.after_finish(run, sessions)

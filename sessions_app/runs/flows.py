@@ -17,12 +17,11 @@ from .provenance import inter_session
 log = logging.getLogger("openclaw.runs")
 
 
-def after_finish(run: Run) -> None:
+def after_finish(run: Run, known: dict[str, Session]) -> None:
+    """`known`: the sessions the finishing transaction locked (the run's own, the flow's
+    requester and target), by key, so follow-ups on them need no lookup."""
     flow = run.flow or {}
     kind = flow.get("type")
-    # The run's own session, when it is loaded already (the worker loads it with the run), so
-    # a follow-up on it (the announce after a primary run) needs no lookup.
-    known = {run.session.key: run.session} if Run.session.is_cached(run) else {}
     if kind == "a2a":
         if run.kind == "send":
             _a2a_after_primary(run, flow, known)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
+from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -29,9 +30,13 @@ CONNECT_TIMEOUT_SECONDS = 2
 RETRY_AFTER_SECONDS = 5  # after Redis failed, poll for this long before connecting again
 
 
-def _load(run_id):
+def _load(run_id, fields: tuple[str, ...] | None = None):
     try:
-        return Run.objects.select_related("session").filter(pk=run_id).first()
+        runs = Run.objects.filter(pk=run_id)
+        # `fields`: a caller that needs a few columns skips the session join and most of the
+        # model building (a send's wait reads status, reply and error).
+        runs = runs.only(*fields) if fields else runs.select_related("session")
+        return runs.first()
     finally:
         # A wait may last minutes; it must not hold a database connection (with the pool this
         # hands it back, so a thousand waiters need no thousand connections).
@@ -150,18 +155,30 @@ async def _hint(run_id: str):
         hub.unsubscribe(run_id, event)
 
 
-async def wait_for_run(run_id, timeout: float) -> Run | None:
-    """The run once finished, or as it stands when `timeout` seconds have passed."""
+async def wait_for_run(
+    run_id, timeout: float, *, fields: tuple[str, ...] | None = None, just_started: bool = False
+) -> Run | None:
+    """The run once finished, or as it stands when `timeout` seconds have passed.
+
+    `fields` limits what is read (see _load). `just_started`: the caller created the run a
+    moment ago, so the first read is skipped and the wait starts on the hint (a hint that came
+    before the subscription costs one safety-poll interval, never a wrong answer).
+    """
+    load = partial(_load, run_id, fields)
     if timeout <= 0:
-        return await sync_to_async(_load)(run_id)
+        return await sync_to_async(load)()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     async with _hint(str(run_id)) as (hub, event):
+        skip_read = just_started and event is not None
         while True:
-            run = await sync_to_async(_load)(run_id)
+            if not skip_read:
+                run = await sync_to_async(load)()
+                remaining = deadline - loop.time()
+                if run is None or run.finished or remaining <= 0:
+                    return run
+            skip_read = False
             remaining = deadline - loop.time()
-            if run is None or run.finished or remaining <= 0:
-                return run
             if event is not None and hub.alive:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), min(HINTED_POLL_SECONDS, remaining))

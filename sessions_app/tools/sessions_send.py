@@ -39,6 +39,7 @@ class SendPlan:
     run_id: str | None = None
     session_key: str = ""  # display key of the target
     timeout: int = DEFAULT_TIMEOUT_SECONDS
+    created: bool = False  # this call created the run (not an idempotent repeat)
 
 
 def _refused(message: str, *, status: str = "error", session_key: str | None = None) -> SendPlan:
@@ -167,7 +168,14 @@ def start_send(
     except IntegrityError:
         # The same idempotency key raced us: the other request created the run.
         run = Run.objects.get(requester_key=requester.session_key, idempotency_key=idempotency_key)
-    return SendPlan(result=None, run_id=str(run.pk), session_key=shown, timeout=timeout)
+        return SendPlan(result=None, run_id=str(run.pk), session_key=shown, timeout=timeout)
+    return SendPlan(
+        result=None, run_id=str(run.pk), session_key=shown, timeout=timeout, created=True
+    )
+
+
+# What send_result() reads from a run.
+RESULT_FIELDS = ("status", "reply", "error")
 
 
 def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
@@ -249,5 +257,7 @@ async def sessions_send_async(
             "status": "accepted",
             "delivery": DELIVERY_PENDING,
         }
-    run = await wait_for_run(plan.run_id, plan.timeout)
+    run = await wait_for_run(
+        plan.run_id, plan.timeout, fields=RESULT_FIELDS, just_started=plan.created
+    )
     return send_result(run, session_key=plan.session_key, timeout=plan.timeout)

@@ -44,41 +44,41 @@ def next_run(kind: str) -> str:
     return str(Run.objects.get(status=Run.QUEUED, kind=kind).pk)
 
 
-def test_starting_a_send_takes_eleven_queries(key, django_assert_num_queries):
+def test_starting_a_send_takes_eight_queries(key, django_assert_num_queries):
     sender = requester(key, turns=0)
-    # target, send policy, requester's channel; the input message (savepoint, seq returned by
-    # its UPDATE, insert); the run; the target's run status; the two savepoints' releases
-    with django_assert_num_queries(11):
+    # target, send policy, requester's channel; the transaction (savepoint and release); the
+    # input message (one UPDATE of the target: seq, run status; insert); the run
+    with django_assert_num_queries(8):
         plan = start_send(requester=sender, args=SEND)
     assert plan.result is None and Run.objects.get(pk=plan.run_id).status == Run.QUEUED
 
 
-def test_a_send_without_reply_loop_takes_20_queries_then_14_for_the_announce(
+def test_a_send_without_reply_loop_takes_12_queries_then_9_for_the_announce(
     key, django_assert_num_queries
 ):
     plan = start_send(requester=requester(key, turns=0), args=SEND)
-    # claim, load, context; lock; finish + session status; the reply (savepoint, seq, insert,
-    # release) and its seq on the run; usage; the announce run (input message, run, status)
-    with django_assert_num_queries(20):
+    # claim, load, context; the transaction (savepoint, release); lock (reading the sessions);
+    # the run's finish with its reply's seq; the reply (one UPDATE of the session: seqs, run
+    # status, usage; insert); the announce run (input message: UPDATE, insert; run)
+    with django_assert_num_queries(12):
         assert execute_run(plan.run_id) == Run.OK
     announce = next_run("announce")
-    with django_assert_num_queries(14):  # the same without starting anything
+    with django_assert_num_queries(9):  # the same without starting anything
         assert execute_run(announce) == Run.OK
     assert not Run.objects.filter(status=Run.QUEUED).exists()
 
 
 def test_with_the_reply_loop_a_step_and_the_announce_follow(key, django_assert_num_queries):
     plan = start_send(requester=requester(key, turns=5), args=SEND)
-    # as above, plus the chain's turn count, the settings and the requester's session before
-    # starting the step there
-    with django_assert_num_queries(23):
+    # as above, plus the chain's turn count and the settings before starting the step on the
+    # requester's session (read by the lock)
+    with django_assert_num_queries(14):
         assert execute_run(plan.run_id) == Run.OK
-    # the step answers REPLY_SKIP: the announce starts on the target (looked up: the step ran
-    # on the requester's session)
+    # the step answers REPLY_SKIP: the announce starts on the target (read by the lock too)
     step = next_run("step")
-    with django_assert_num_queries(21):
+    with django_assert_num_queries(12):
         assert execute_run(step) == Run.OK
     announce = next_run("announce")
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(9):
         assert execute_run(announce) == Run.OK
     assert Run.objects.get(pk=plan.run_id).reply == "pong"
