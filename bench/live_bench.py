@@ -291,6 +291,15 @@ async def run_rate(port, token, env, subscribers: int, rate: float, seconds: flo
         "p99_ms": pct(0.99) if latencies else None,
         "max_ms": round(latencies[-1] * 1000, 1) if latencies else None,
         "mean_ms": round(statistics.fmean(latencies) * 1000, 1) if latencies else None,
+        # The messages received late: (seq, slowest ms), for the ten slowest.
+        "slowest": sorted(
+            {
+                seq: round(lat * 1000, 1)
+                for r in received
+                for seq, lat in sorted(r, key=lambda x: x[1])
+            }.items(),
+            key=lambda x: -x[1],
+        )[:10],
         "server_cpu_s": round(server_cpu, 1),
         "subscribers_cpu_s": round(client_cpu, 1),
         "errors": errors[:3],

@@ -14,6 +14,7 @@ pile up while a send is in flight go out together in the next one.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
 import queue
@@ -25,6 +26,7 @@ from django.db import transaction
 log = logging.getLogger("openclaw.live")
 
 GROUP = "openclaw.live"
+EXIT_FLUSH_SECONDS = 2
 REASONS = ("created", "updated", "archived", "restored", "run", "messages")
 
 # Hubs running in this process (normally one: the ASGI server's event loop).
@@ -78,9 +80,18 @@ class _Publisher:
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name="live-hints", daemon=True)
         self.thread.start()
+        # A process that exits right after a commit (a management command, a script) would take
+        # its last hints with it, and subscribers would wait for the hubs' safety poll.
+        atexit.register(self.flush, EXIT_FLUSH_SECONDS)
 
     def put(self, hints: list[tuple]) -> None:
         self.queue.put(hints)
+
+    def flush(self, timeout: float) -> bool:
+        """Wait (up to `timeout` s) until what was put before this call has been published."""
+        done = threading.Event()
+        self.queue.put(done)
+        return done.wait(timeout)
 
     def _run(self) -> None:
         from channels.layers import get_channel_layer
@@ -88,15 +99,20 @@ class _Publisher:
         loop = asyncio.new_event_loop()
         layer = get_channel_layer()
         while True:
-            batch = list(self.queue.get())
+            items = [self.queue.get()]
             while True:
                 try:
-                    batch.extend(self.queue.get_nowait())
+                    items.append(self.queue.get_nowait())
                 except queue.Empty:
                     break
+            batch = [hint for item in items if isinstance(item, list) for hint in item]
             try:
-                loop.run_until_complete(
-                    layer.group_send(GROUP, {"type": "live.hints", "hints": batch})
-                )
+                if batch:
+                    loop.run_until_complete(
+                        layer.group_send(GROUP, {"type": "live.hints", "hints": batch})
+                    )
             except Exception:  # a hint is best effort: hubs poll anyway
                 log.warning("could not publish %d live hint(s)", len(batch), exc_info=True)
+            for item in items:
+                if isinstance(item, threading.Event):
+                    item.set()
