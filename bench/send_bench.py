@@ -7,7 +7,7 @@ For each configuration (embedded SQLite + ORM broker; PostgreSQL + Redis with th
 PostgreSQL + Redis with the ORM broker) it builds a fresh database of its own (SQLite under
 var/sendbench, PostgreSQL database `sendbench`, Redis database 7: never the dev or the `bench`
 database), creates a requester agent `main` and a scripted target `echo` that replies "pong" at
-once, and starts daphne (as `manage.py serve --no-worker` does) and one worker cluster
+once, and starts the server (uvicorn, as `manage.py serve --no-worker` does) and one worker cluster
 (`manage.py qcluster`, Q_WORKERS=2), each in its own process group. Then, for each ping-pong
 setting (the default 5, which ends at turn 1 because `main` answers REPLY_SKIP: 3 runs per send;
 and 0: 2 runs per send), `--clients` threads with a keep-alive connection each share `--sends`
@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.http_bench import Client, free_port  # noqa: E402
+from sessions_app.management.commands.serve import server_command  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 PYTHON = sys.executable
@@ -147,7 +148,7 @@ upsert_session(api_key=None, key="agent:echo:main", entry={})
 update_config(api_key=None, changes={
     "tools.sessions.visibility": "all", "tools.agentToAgent.enabled": True})
 from sessions_app.runs.sweeper import ensure_schedule
-ensure_schedule()  # what `manage.py serve` does before starting daphne
+ensure_schedule()  # what `manage.py serve` does before starting the server
 # A server that has been up a while: the task history is as full as Q_CLUSTER["save_limit"]
 # lets it get, so every task pays the pruning that django-q does from then on.
 import uuid
@@ -303,10 +304,11 @@ def cpu_per_send(before: dict, after: dict, sends: int) -> dict:
 class Processes:
     """The server and the worker cluster, each in its own process group; stop() kills both."""
 
-    def __init__(self, env: dict, label: str, app: str):
+    def __init__(self, env: dict, label: str, app: str, server: str):
         self.env = env
         self.label = label
         self.app = app
+        self.server = server
         self.port = free_port()
         self.groups: list[subprocess.Popen] = []
 
@@ -325,12 +327,11 @@ class Processes:
         return process
 
     def start(self) -> None:
-        # daphne itself, as `manage.py serve --no-worker` runs it (its ensure_schedule() is in
-        # SETUP), so that --app can put a patched application in front without editing the app.
-        server = self._spawn(
-            ["-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), self.app],
-            f"send-{self.label}-server.log",
-        )
+        # The server command line of `manage.py serve` (its ensure_schedule() is in SETUP),
+        # with --app swapped in, so that a patched application can be tried without editing.
+        command = server_command(self.server, "127.0.0.1", self.port)
+        command[command.index("openclaw_site.asgi:application")] = self.app
+        server = self._spawn(command[1:], f"send-{self.label}-server.log")
         self._spawn(["manage.py", "qcluster"], f"send-{self.label}-worker.log")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -352,7 +353,7 @@ class Processes:
         for process in self.groups:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            # The group, not just the leader: daphne and the qcluster workers are children.
+            # The group, not just the leader: the server and the qcluster workers are children.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -490,7 +491,7 @@ def bench_config(name: str, args) -> list[dict]:
             continue
         label = f"{name}-{variant}" + (f"-{args.label}" if args.label else "")
         django_snippet(env, SET_TURNS % turns)
-        processes = Processes(env, label, args.app)
+        processes = Processes(env, label, args.app, args.server)
         try:
             processes.start()
             warm = run_sends(processes.port, token, sends=args.warmup, clients=args.clients,
@@ -624,7 +625,13 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--app",
         default="openclaw_site.asgi:application",
-        help="ASGI application for daphne (to try a change without editing the app)",
+        help="ASGI application for the server (to try a change without editing the app)",
+    )
+    parser.add_argument(
+        "--server",
+        choices=["uvicorn", "daphne"],
+        default="uvicorn",
+        help="ASGI server, started as `manage.py serve --server NAME` starts it",
     )
     parser.add_argument(
         "--settings",
