@@ -83,10 +83,11 @@
       .then(function () {
         loadingOlder = false;
         // Still at the top (short pages, tall screen): keep going.
-        if (state.hasOlder && olderBox.getBoundingClientRect().bottom > -200 && watching) {
-          setTimeout(loadOlder, 50);
-        }
+        if (nearTop()) setTimeout(loadOlder, 50);
       });
+  }
+  function nearTop() {
+    return watching && state.hasOlder && olderBox.getBoundingClientRect().bottom > -200;
   }
   var watching = false;
   var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (entries) {
@@ -159,7 +160,12 @@
   });
   pill.addEventListener("click", function () { showLatest(); });
   follow.addEventListener("change", function () { if (follow.checked) showLatest(); });
-  window.addEventListener("scroll", function () { if (unseen && atBottom()) setUnseen(0); }, { passive: true });
+  window.addEventListener("scroll", function () {
+    if (unseen && atBottom()) setUnseen(0);
+    // The observer reports only changes of intersection: a scroll back to the top within the
+    // frame in which a page was inserted (box out of view and back) would go unnoticed.
+    if (nearTop()) loadOlder();
+  }, { passive: true });
   thinking.addEventListener("change", function () {
     box.querySelectorAll("details.thinking").forEach(function (d) { d.open = thinking.checked; });
   });
