@@ -28,6 +28,19 @@ def canonical_for(requester: Requester, raw: str) -> str:
         raise InvalidArgument(f"sessionKey: {exc}") from None
 
 
+def forbidden_text(
+    policy: visibility.Policy, raw: str, *, canonical: str, spawned_by: str, action: str
+) -> str | None:
+    """Why `policy` may not `action` the session `canonical`, or None: the sandbox's spawned
+    check, then the visibility guard. Also used to re-check live subscriptions."""
+    is_self = canonical == policy.requester_key
+    if policy.restrict_to_spawned and not is_self and spawned_by != policy.requester_key:
+        return sandbox_hidden_text(raw)
+    return visibility.check(
+        policy, target_key=canonical, target_spawned_by=spawned_by, action=action
+    )
+
+
 def find_session(requester: Requester, raw: str) -> tuple[Session | None, str, bool]:
     """(session or None, canonical key, resolved_by_key). No access checks."""
     text = raw.strip()
@@ -57,13 +70,8 @@ def resolve_session(requester: Requester, raw: str, *, action: str) -> Session:
             if policy.restrict_to_spawned
             else NotFound(not_found_text(raw))
         )
-    is_self = canonical == requester.session_key
     spawned_by = session.spawned_by if session else ""
-    if policy.restrict_to_spawned and not is_self and spawned_by != requester.session_key:
-        raise Forbidden(sandbox_hidden_text(raw))
-    denied = visibility.check(
-        policy, target_key=canonical, target_spawned_by=spawned_by, action=action
-    )
+    denied = forbidden_text(policy, raw, canonical=canonical, spawned_by=spawned_by, action=action)
     if denied:
         raise Forbidden(denied)
     if session is None:

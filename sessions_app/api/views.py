@@ -181,7 +181,7 @@ class SessionHistoryView(APIView):
         session = resolve_session(requester, key, action="history")
         display = keys.display_key(session.key, requester.key_settings)
         if stream:
-            followed = Followed(session.pk, session.key, display, session.last_seq, include_tools)
+            followed = Followed.of(session, display, session.last_seq, include_tools)
             if resume_after is not None:
                 followed.cursor = resume_after
                 history = None

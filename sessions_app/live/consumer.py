@@ -341,9 +341,7 @@ class Connection:
             self.check_room()
         display = keys.display_key(session.key, requester.key_settings)
         cursor = session.last_seq if since is None else since
-        self.hub.follow(
-            self.subscriber, Followed(session.pk, session.key, display, cursor, include_tools)
-        )
+        self.hub.follow(self.subscriber, Followed.of(session, display, cursor, include_tools))
         return {"key": display, "lastSeq": session.last_seq}
 
     async def messages_unsubscribe(self, params: dict) -> dict:

@@ -5,6 +5,10 @@ Every round it reads what changed and hands it to the clients that follow it:
   read once per session and shared by every client (500 subscribers cost one query);
 - session lifecycle (`sessions.changed`): sessions whose `changed_ms` moved, filtered per
   client by the same visibility rules as sessions_list.
+Every AUTH_RECHECK_SECONDS it also reads who may still be connected: a revoked key or a
+deactivated user is closed (4401), and a client whose visibility changed (gateway settings, a
+sandbox flag) gets its new policy, or is closed (4403) if it follows a session it may no longer
+read.
 
 A round starts when a hint arrives (a local write, or Redis from another process) and at least
 every POLL_SECONDS. Hints carry no data that matters: the database is read every time, so a
@@ -21,14 +25,16 @@ import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import orjson
 from django.conf import settings
 from django.db import close_old_connections
 
-from .. import keys, rows, sanitize, transcript
-from ..models import ApiKey, GatewayConfig, Message, Session, now_ms
+from .. import keys, rows, sanitize, transcript, visibility
+from ..models import Agent, ApiKey, GatewayConfig, Message, Session, now_ms
+from ..resolve import forbidden_text
 from ..visibility import can_list
 from . import hints, limits
 from .subscribers import Event, Followed, Subscriber
@@ -249,12 +255,10 @@ class Hub:
         if result["changes"]:
             horizon = max(self.seen_changes.values()) - 2 * LOOKBACK_MS
             self.seen_changes = {k: v for k, v in self.seen_changes.items() if v >= horizon}
-        if result["revoked"] is not None:
+        if result["access"] is not None:
             self.next_auth_check = time.monotonic() + limits.get("AUTH_RECHECK_SECONDS")
-            keys_, users = result["revoked"]
             for subscriber in list(self.subscribers):
-                if subscriber.api_key_id in keys_ or subscriber.user_id in users:
-                    subscriber.close(4401, "access revoked")
+                _recheck(subscriber, result["access"])
 
     def _hand_out(self, pk: int, events: list[tuple[int, str, Event]]) -> None:
         if not events:
@@ -287,10 +291,58 @@ class Hub:
     def _auth_due(self) -> bool:
         return bool(self.subscribers) and time.monotonic() >= self.next_auth_check
 
-    def _auth_targets(self) -> tuple[set[int], set[int]]:
-        key_ids = {s.api_key_id for s in self.subscribers if s.api_key_id is not None}
+    def _auth_targets(self) -> tuple[set[int], set[int], set[str]]:
+        keyed = [s for s in self.subscribers if s.api_key_id is not None]
+        key_ids = {s.api_key_id for s in keyed}
+        agent_ids = {s.requester.agent_id for s in keyed}
         user_ids = {s.user_id for s in self.subscribers if s.user_id is not None}
-        return key_ids, user_ids
+        return key_ids, user_ids, agent_ids
+
+
+@dataclass(frozen=True)
+class Access:
+    """What the periodic check read: who may still be connected, and what visibility uses."""
+
+    key_sandboxed: dict[int, bool]  # usable key id → the key's own sandbox flag
+    users: set[int]  # active users who may still view sessions
+    agent_sandboxed: dict[str, bool]
+    config: GatewayConfig
+
+
+def _recheck(subscriber: Subscriber, access: Access) -> None:
+    if subscriber.user_id is not None:
+        # Team members read every session (identity.requester_for_user): only their account
+        # and its permission matter.
+        if subscriber.user_id not in access.users:
+            subscriber.close(4401, "access revoked")
+        return
+    if subscriber.api_key_id is None:
+        return  # not authenticated yet
+    if subscriber.api_key_id not in access.key_sandboxed:
+        subscriber.close(4401, "access revoked")
+        return
+    requester = subscriber.requester
+    sandboxed = access.key_sandboxed[subscriber.api_key_id] or access.agent_sandboxed.get(
+        requester.agent_id, False
+    )
+    fresh = replace(requester, config=access.config, sandboxed=sandboxed)
+    policy = visibility.policy_for(fresh)
+    if policy == subscriber.policy:
+        return
+    subscriber.identify(fresh, api_key_id=subscriber.api_key_id)
+    # Lifecycle events are filtered with the new policy from now on; a followed transcript the
+    # client may no longer read ends its connection (it learns why when it subscribes again).
+    for followed in subscriber.followed.values():
+        denied = forbidden_text(
+            policy,
+            followed.key,
+            canonical=followed.canonical,
+            spawned_by=followed.spawned_by,
+            action="history",
+        )
+        if denied:
+            subscriber.close(4403, "access revoked: visibility changed")
+            return
 
 
 # --- database side: these run on the hub's thread, on snapshots the loop passed in ------------
@@ -299,7 +351,7 @@ class Hub:
 def _read(unknown: dict, wanted: dict, display_keys: dict, changed_pks, sweep_since, auth) -> dict:
     close_old_connections()
     try:
-        out = {"latest": {}, "messages": {}, "changes": [], "revoked": None}
+        out = {"latest": {}, "messages": {}, "changes": [], "access": None}
         if unknown:
             out["latest"] = dict(
                 Session.objects.filter(pk__in=list(unknown)).values_list("pk", "last_seq")
@@ -316,7 +368,7 @@ def _read(unknown: dict, wanted: dict, display_keys: dict, changed_pks, sweep_si
             since = sweep_since - LOOKBACK_MS
             out["changes"] = _changed_rows(Session.objects.filter(changed_ms__gt=since))
         if auth is not None:
-            out["revoked"] = _revoked(*auth)
+            out["access"] = _access(*auth)
         return out
     finally:
         close_old_connections()
@@ -382,13 +434,30 @@ def _message_events(
     return out
 
 
-def _revoked(key_ids: set[int], user_ids: set[int]) -> tuple[set[int], set[int]]:
+def _access(key_ids: set[int], user_ids: set[int], agent_ids: set[str]) -> Access:
     from django.contrib.auth import get_user_model
+    from django.db.models import Q
 
-    usable = set(ApiKey.objects.usable().filter(pk__in=key_ids).values_list("pk", flat=True))
-    active = set(
-        get_user_model()
-        .objects.filter(pk__in=user_ids, is_active=True)
-        .values_list("pk", flat=True)
+    key_sandboxed = dict(
+        ApiKey.objects.usable().filter(pk__in=key_ids).values_list("pk", "sandboxed")
     )
-    return key_ids - usable, user_ids - active
+    users = set()
+    if user_ids:
+        # ModelBackend's rule for view_session, as one query.
+        perm = {"codename": "view_session", "content_type__app_label": "sessions_app"}
+        users = set(
+            get_user_model()
+            .objects.filter(pk__in=user_ids, is_active=True)
+            .filter(
+                Q(is_superuser=True)
+                | Q(**{f"user_permissions__{k}": v for k, v in perm.items()})
+                | Q(**{f"groups__permissions__{k}": v for k, v in perm.items()})
+            )
+            .values_list("pk", flat=True)
+        )
+    agent_sandboxed = {}
+    if agent_ids:
+        agent_sandboxed = dict(
+            Agent.objects.filter(pk__in=agent_ids).values_list("pk", "sandboxed")
+        )
+    return Access(key_sandboxed, users, agent_sandboxed, GatewayConfig.load())

@@ -27,6 +27,11 @@ class Followed:
     key: str  # as the client sees it (display form)
     cursor: int  # the last seq handed to the client
     include_tools: bool
+    spawned_by: str = ""  # the session's spawner, for re-checking visibility (never changes)
+
+    @classmethod
+    def of(cls, session, display: str, cursor: int, include_tools: bool) -> Followed:
+        return cls(session.pk, session.key, display, cursor, include_tools, session.spawned_by)
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def test_revoking_a_key_closes_its_websocket_and_its_stream(world):
     stream.close()
 
 
-def test_browser_session_needs_a_same_origin_header(world, django_user_model):
+def test_browser_sessions_need_same_origin_and_the_view_permission(world, django_user_model):
     from django.contrib.auth.models import Permission
     from django.contrib.contenttypes.models import ContentType
     from django.test import Client
@@ -189,6 +189,11 @@ def test_browser_session_needs_a_same_origin_header(world, django_user_model):
     with connect(ws_url(server), additional_headers={"Cookie": cookie}, origin=server.url) as ws:
         listed = request(ws, "1", "sessions.list", {})
         assert {r["key"] for r in listed["payload"]["sessions"]} >= {"agent:research:main"}
+        # Losing the permission to view sessions ends the connection, as a revoked key does.
+        user.user_permissions.remove(permission)
+        with pytest.raises(Exception) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd.code == 4401
     with pytest.raises(Exception) as refused:
         connect(ws_url(server), additional_headers={"Cookie": cookie}, origin="http://evil.example")
     assert "403" in str(refused.value)

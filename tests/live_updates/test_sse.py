@@ -9,7 +9,7 @@ import pytest
 from django.test import AsyncClient
 
 from sessions_app.models import ApiKey
-from tests.conftest import add_messages, assistant, make_session, tool_result, user
+from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 
 from .conftest import db
 
@@ -127,6 +127,19 @@ async def test_revoking_the_key_ends_the_stream(operator, main_session):
         assert error["data"] == {"code": 4401, "reason": "access revoked"}
         with pytest.raises(StopAsyncIteration):
             await stream.chunks.__anext__()
+    finally:
+        await stream.close()
+
+
+async def test_narrowed_visibility_ends_the_stream(outsider, main_session):
+    await db(set_config)(visibility="all", a2a_enabled=True)
+    stream = await open_stream(outsider.token, PATH + "?follow=1")
+    try:
+        await stream.frame(), await stream.frame()
+        await db(set_config)(a2a_enabled=False)
+        error = await stream.frame()
+        assert error["event"] == "error"
+        assert error["data"] == {"code": 4403, "reason": "access revoked: visibility changed"}
     finally:
         await stream.close()
 

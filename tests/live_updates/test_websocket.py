@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sessions_app.models import ApiKey, Session
+from sessions_app.models import Agent, ApiKey, Session
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 
 from .conftest import Client, connected, db, ws
@@ -154,6 +154,75 @@ async def test_revoked_key_closes_the_connection(operator, main_session):
         closed = await client.ws.receive_output(timeout=3)
     assert closed["type"] == "websocket.close" and closed["code"] == 4401
     assert closed["reason"] == "access revoked"
+
+
+async def test_narrowed_visibility_closes_a_subscription_it_no_longer_allows(
+    agents, outsider, main_session
+):
+    await db(set_config)(visibility="all", a2a_enabled=True)
+    async with connected(outsider.token) as client:
+        res = await client.request("sessions.messages.subscribe", {"key": "agent:main:main"})
+        assert res["ok"], res
+        await db(set_config)(visibility="tree")
+        closed = await client.ws.receive_output(timeout=3)
+        assert closed == {
+            "type": "websocket.close",
+            "code": 4403,
+            "reason": "access revoked: visibility changed",
+        }
+    async with connected(outsider.token) as client:
+        again = await client.request("sessions.messages.subscribe", {"key": "agent:main:main"})
+    assert again["error"]["message"].startswith("Session history visibility is restricted")
+
+
+async def test_a_settings_change_that_keeps_access_keeps_the_subscription(
+    agents, agent_main, main_session
+):
+    await db(set_config)(visibility="all", a2a_enabled=True)
+    async with connected(agent_main.token) as client:
+        await client.request("sessions.messages.subscribe", {"key": "agent:main:main"})
+        await db(set_config)(visibility="self")  # its own session stays readable
+        await policies_become(lambda policy: policy.visibility == "self")
+        await db(add_messages)(main_session, user("still here"))
+        got = await client.event()
+    assert got["payload"]["message"]["content"] == "still here"
+
+
+async def test_lifecycle_events_follow_a_narrowed_visibility(agents, outsider):
+    await db(set_config)(visibility="all", a2a_enabled=True)
+    async with connected(outsider.token) as client:
+        await client.request("sessions.subscribe")
+        await db(make_session)("agent:main:telegram:group:t1")
+        assert (await client.event())["payload"]["key"] == "agent:main:telegram:group:t1"
+        await db(set_config)(a2a_enabled=False)
+        await policies_become(lambda policy: not policy.a2a_enabled)
+        await db(make_session)("agent:main:telegram:group:t2")
+        await db(make_session)("agent:other:telegram:group:t3")
+        seen = await client.event()
+        assert seen["payload"]["key"] == "agent:other:telegram:group:t3"
+        assert await client.nothing()
+
+
+async def policies_become(predicate, timeout=5.0):
+    """Until every connection of this test's hub has a visibility policy matching `predicate`."""
+    from sessions_app.live.hub import Hub
+
+    hub = Hub.current()
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not all(predicate(s.policy) for s in hub.subscribers):
+        assert asyncio.get_running_loop().time() < deadline, "the new policy was not applied"
+        await asyncio.sleep(0.05)
+
+
+async def test_sandboxing_an_agent_closes_what_it_may_no_longer_read(agents, agent_main):
+    await db(set_config)(visibility="agent")
+    group = await db(make_session)("agent:main:discord:group:g1")
+    async with connected(agent_main.token) as client:
+        res = await client.request("sessions.messages.subscribe", {"key": group.key})
+        assert res["ok"], res
+        await db(lambda: Agent.objects.filter(pk="main").update(sandboxed=True))()
+        closed = await client.ws.receive_output(timeout=3)
+    assert closed["code"] == 4403
 
 
 def operator_key_pk(api) -> int:
