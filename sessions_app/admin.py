@@ -578,7 +578,7 @@ class ApiKeyAdmin(ReadOnlyChangePageMixin, ActionsNeedChangeMixin, admin.ModelAd
     def save_model(self, request, obj, form, change):
         if change:
             raise PermissionDenied
-        row, plaintext = ApiKey.generate(**form.generate_fields())
+        row, plaintext = ApiKey.generate(**form.key_fields)
         obj.pk = row.pk
         for field in ("lookup", "secret_hash", "created_at"):
             setattr(obj, field, getattr(row, field))

@@ -12,6 +12,7 @@ from django import forms
 from . import config, keys
 from .agents import clean_backend
 from .errors import InvalidArgument
+from .identity import api_key_fields
 from .models import Agent, ApiKey, GatewayConfig
 
 
@@ -179,10 +180,15 @@ class ApiKeyCreateForm(forms.ModelForm):
         fields = ["name", "scope", "agent", "session_key", "sandboxed"]
 
     def clean(self):
+        """identity.api_key_fields decides, as for `create_api_key`; `key_fields` is what
+        ApiKey.generate gets (the pinned session in canonical form)."""
         cleaned = super().clean()
-        if cleaned.get("scope") == ApiKey.AGENT and not cleaned.get("agent"):
-            self.add_error("agent", "An agent-scoped key needs an agent.")
+        if not self.errors:
+            given = {name: cleaned.get(name) for name in self.Meta.fields}
+            try:
+                self.key_fields = api_key_fields(
+                    **{k: v for k, v in given.items() if v not in (None, "")}
+                )
+            except InvalidArgument as exc:
+                self.add_error(None, exc.message)
         return cleaned
-
-    def generate_fields(self) -> dict[str, Any]:
-        return {name: self.cleaned_data.get(name) for name in self.Meta.fields}

@@ -132,3 +132,46 @@ def requester_for_user(user, *, config: GatewayConfig | None = None) -> Requeste
         scope=VIEWER,
         config=config,
     )
+
+
+def api_key_fields(
+    *,
+    scope: str,
+    agent: Agent | None = None,
+    session_key: str = "",
+    sandboxed: bool = False,
+    name: str = "",
+    config: GatewayConfig | None = None,
+) -> dict:
+    """The fields of a new API key, checked and with the pinned session in canonical form: the
+    rules every way of creating a key shares (the admin, `create_api_key`). Raises
+    InvalidArgument."""
+    if scope not in {ApiKey.OPERATOR, ApiKey.INGEST, ApiKey.AGENT}:
+        raise InvalidArgument("scope must be operator, ingest or agent")
+    if scope != ApiKey.AGENT:
+        if agent is not None or session_key or sandboxed:
+            raise InvalidArgument("An agent, a pinned session and sandboxed go with agent keys.")
+        return {"name": name, "scope": scope, "agent": None, "session_key": "", "sandboxed": False}
+    if agent is None:
+        raise InvalidArgument("An agent-scoped key needs an agent.")
+    pinned = ""
+    if session_key:
+        settings = (config or GatewayConfig.load()).key_settings
+        try:
+            pinned = keys.canonical_key(session_key, agent_id=agent.id, settings=settings)
+        except keys.InvalidKey as exc:
+            raise InvalidArgument(f"session: {exc}") from None
+        if keys.agent_id_of(pinned) != agent.id:
+            raise InvalidArgument(f"Session {pinned} does not belong to agent {agent.id}.")
+    return {
+        "name": name,
+        "scope": scope,
+        "agent": agent,
+        "session_key": pinned,
+        "sandboxed": bool(sandboxed),
+    }
+
+
+def create_api_key(**fields) -> tuple[ApiKey, str]:
+    """A new key from `api_key_fields(**fields)`: (row, plaintext shown once)."""
+    return ApiKey.generate(**api_key_fields(**fields))

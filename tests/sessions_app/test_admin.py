@@ -498,6 +498,23 @@ def test_agent_scoped_key_needs_an_agent(op):
     assert not ApiKey.objects.exists()
 
 
+def test_a_pinned_session_is_stored_canonical_and_must_be_the_agents(op, agents):
+    add = reverse("admin:sessions_app_apikey_add")
+    op.post(
+        add, {"name": "pin", "scope": "agent", "agent": "main", "session_key": "discord:group:dev"}
+    )
+    assert ApiKey.objects.get(name="pin").session_key == "agent:main:discord:group:dev"
+    response = op.post(
+        add, {"name": "x", "scope": "agent", "agent": "main", "session_key": "agent:research:main"}
+    )
+    assert "Session agent:research:main does not belong to agent main." in response.content.decode()
+    response = op.post(add, {"name": "y", "scope": "operator", "agent": "main"})
+    assert (
+        "An agent, a pinned session and sandboxed go with agent keys." in response.content.decode()
+    )
+    assert not ApiKey.objects.filter(name__in=["x", "y"]).exists()
+
+
 def test_revoke_api_keys(op):
     key, plaintext = ApiKey.generate(scope=ApiKey.OPERATOR)
     post_action(op, "apikey", "revoke_keys", [key.pk])

@@ -3,7 +3,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app import keys
-from sessions_app.models import Agent, ApiKey, GatewayConfig
+from sessions_app.errors import InvalidArgument
+from sessions_app.identity import create_api_key
+from sessions_app.models import Agent
 
 
 class Command(BaseCommand):
@@ -18,28 +20,22 @@ class Command(BaseCommand):
 
     def handle(self, *args, scope, agent=None, session=None, sandboxed=False, name="", **options):
         agent_row = None
-        if scope == ApiKey.AGENT:
-            if not agent:
-                raise CommandError("--agent is required with --scope agent")
+        if agent:
             agent_row = Agent.objects.filter(pk=keys.normalize_agent_id(agent)).first()
             if agent_row is None:
                 raise CommandError(f"agent not found: {agent}")
-        elif agent or session or sandboxed:
-            raise CommandError("--agent, --session and --sandboxed go with --scope agent")
-        pinned = ""
-        if session:
-            settings = GatewayConfig.load().key_settings
-            try:
-                pinned = keys.canonical_key(session, agent_id=agent_row.id, settings=settings)
-            except keys.InvalidKey as exc:
-                raise CommandError(str(exc)) from None
-            if keys.agent_id_of(pinned) != agent_row.id:
-                raise CommandError(f"session {pinned} does not belong to agent {agent_row.id}")
-        _, plaintext = ApiKey.generate(
-            name=name, scope=scope, agent=agent_row, session_key=pinned, sandboxed=sandboxed
-        )
-        described = scope + (f" agent={agent_row.id}" if agent_row else "")
-        described += f" session={pinned}" if pinned else ""
-        described += " sandboxed" if sandboxed else ""
+        try:
+            row, plaintext = create_api_key(
+                name=name,
+                scope=scope,
+                agent=agent_row,
+                session_key=session or "",
+                sandboxed=sandboxed,
+            )
+        except InvalidArgument as exc:
+            raise CommandError(exc.message) from None
+        described = scope + (f" agent={row.agent_id}" if row.agent_id else "")
+        described += f" session={row.session_key}" if row.session_key else ""
+        described += " sandboxed" if row.sandboxed else ""
         self.stderr.write(f"Created {described} key. It is shown once; store it now.")
         self.stdout.write(plaintext)
