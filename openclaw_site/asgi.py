@@ -11,13 +11,23 @@ from django.urls import path  # noqa: E402
 # collectstatic or separate web server. Behind a proxy in production, serve STATIC_ROOT there.
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
+from openclaw_site.middleware import ApiHandler, is_api_path  # noqa: E402
 from sessions_app.live.consumer import websocket_app  # noqa: E402
 
-# HTTP is Django as usual; /ws/ is the live-updates WebSocket (docs/live.md). It reads the
-# browser's session cookie or an API key itself, once, at the handshake.
+# The API (API keys only) without the cookie middleware: see openclaw_site/middleware.py.
+api_app = ApiHandler()
+
+
+async def http_app(scope, receive, send):
+    app = api_app if is_api_path(scope) else django_asgi_app
+    await app(scope, receive, send)
+
+
+# HTTP is Django; /ws/ is the live-updates WebSocket (docs/live.md). It reads the browser's
+# session cookie or an API key itself, once, at the handshake.
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": URLRouter([path("ws/", websocket_app)]),
     }
 )

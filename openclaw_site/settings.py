@@ -52,14 +52,16 @@ INSTALLED_APPS = [
     "policies_app",
 ]
 
+# Django's stack; the three header-only ones run inline under ASGI (openclaw_site/middleware.py,
+# which also serves /api/ and /tools/ with only those three).
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "openclaw_site.middleware.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "openclaw_site.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "openclaw_site.middleware.XFrameOptionsMiddleware",
 ]
 
 ROOT_URLCONF = "openclaw_site.urls"
