@@ -8,7 +8,7 @@ appending messages at a fixed rate, latency from append to receipt.
 For each configuration it builds a database of its own (PostgreSQL `livebench` + Redis db 9, or
 SQLite under var/livebench: never the dev or `bench` data), creates agent `main`, session
 `agent:main:main` and an operator key, and starts `manage.py serve --no-worker` (uvicorn, access
-log off). The subscribers (one asyncio process, a minimal hand-parsing client) each send
+log off). The subscribers (one process on uvloop, a minimal hand-parsing client) each send
 `sessions.messages.subscribe`. Then a writer process, standing in for a worker, appends one
 message per tick through store.append_to_session (what runs use), each carrying its wall-clock
 send time; the subscribers note when each `session.message` arrives. Same machine, same clock.
@@ -34,6 +34,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import uvloop
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -337,7 +339,9 @@ def main():
             rows = []
             for rate in [float(r) for r in args.rates.split(",")]:
                 server_pids = group_pids(server.pid)
-                row = asyncio.run(
+                # uvloop, as the server uses: the subscribers' process shares the 2 cores with
+                # the server, and the default loop costs it about a third more CPU per frame.
+                row = uvloop.run(
                     run_rate(
                         port,
                         token,
