@@ -151,3 +151,14 @@ def outsider(agents) -> Api:
 @pytest.fixture
 def anonymous(db) -> Api:
     return Api(Client(), None)
+
+
+@pytest.fixture
+def demo_server(transactional_db):
+    """The README's start: the demo loaded, then a real server (no worker) on a free port."""
+    from tests.live import manage, start_server
+
+    manage("seed_demo")
+    live = start_server()
+    yield live
+    live.stop()

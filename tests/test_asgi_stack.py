@@ -4,7 +4,7 @@ keep the whole stack, and both get the security headers (openclaw_site/middlewar
 import pytest
 
 from openclaw_site.middleware import is_api_path
-from tests.live import manage, start_server
+from tests.live import manage
 
 SECURITY_HEADERS = {
     "x-content-type-options": "nosniff",
@@ -17,33 +17,25 @@ def headers(response) -> dict:
     return {name.lower(): value for name, value in response.headers.items()}
 
 
-@pytest.fixture
-def server(transactional_db):
-    manage("seed_demo")
-    live = start_server()
-    yield live
-    live.stop()
-
-
-def test_api_requests_get_the_headers_and_no_cookies(server):
+def test_api_requests_get_the_headers_and_no_cookies(demo_server):
     token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
     # A browser's cookies mean nothing to the API: no CSRF check, no session, none set.
     cookies = {"Cookie": "csrftoken=abc; sessionid=def"}
-    invoked = server.request(
+    invoked = demo_server.request(
         "POST", "/tools/invoke", body={"tool": "agents_list"}, token=token, headers=cookies
     )
-    listed = server.request("GET", "/api/v1/agents/", token=token, headers=cookies)
-    refused = server.request("GET", "/api/v1/agents/")
+    listed = demo_server.request("GET", "/api/v1/agents/", token=token, headers=cookies)
+    refused = demo_server.request("GET", "/api/v1/agents/")
     for response, status in ((invoked, 200), (listed, 200), (refused, 401)):
         assert response.status == status
         assert SECURITY_HEADERS.items() <= headers(response).items()
         assert "set-cookie" not in headers(response)
     # CommonMiddleware still applies: a missing slash on a GET redirects (urllib follows it).
-    assert server.request("GET", "/api/v1/agents", token=token).status == 200
+    assert demo_server.request("GET", "/api/v1/agents", token=token).status == 200
 
 
-def test_pages_keep_the_whole_stack(server):
-    login = server.request("GET", "/accounts/login/")
+def test_pages_keep_the_whole_stack(demo_server):
+    login = demo_server.request("GET", "/accounts/login/")
     assert login.status == 200
     assert SECURITY_HEADERS.items() <= headers(login).items()
     assert "csrftoken=" in headers(login).get("set-cookie", "")

@@ -1,22 +1,12 @@
 """The README's first steps, for real: seed the demo, make a key in another process, and query
 every read tool over HTTP against a running server."""
 
-import pytest
-
-from tests.live import manage, start_server
+from tests.live import manage
 
 
-@pytest.fixture
-def server(transactional_db):
-    manage("seed_demo")
-    live = start_server()
-    yield live
-    live.stop()
-
-
-def test_agent_key_gets_the_demo_sessions_over_http(server):
+def test_agent_key_gets_the_demo_sessions_over_http(demo_server):
     token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
-    listed = server.request(
+    listed = demo_server.request(
         "POST", "/tools/invoke", body={"tool": "sessions_list", "args": {}}, token=token
     )
     assert listed.status == 200
@@ -27,7 +17,7 @@ def test_agent_key_gets_the_demo_sessions_over_http(server):
         "agent:main:cron:daily-briefing",
     } <= keys
 
-    history = server.request(
+    history = demo_server.request(
         "POST",
         "/tools/invoke",
         body={"tool": "sessions_history", "args": {"sessionKey": "main"}},
@@ -35,12 +25,14 @@ def test_agent_key_gets_the_demo_sessions_over_http(server):
     )
     assert history.status == 200 and history.json()["result"]["details"]["messages"]
 
-    agents = server.request("POST", "/tools/invoke", body={"tool": "agents_list"}, token=token)
+    agents = demo_server.request("POST", "/tools/invoke", body={"tool": "agents_list"}, token=token)
     assert [a["id"] for a in agents.json()["result"]["details"]["agents"]] == ["main", "research"]
 
-    rest = server.request(
+    rest = demo_server.request(
         "GET", "/api/v1/sessions/agent%3Amain%3Amain/history/?limit=2", token=token
     )
     assert rest.status == 200 and len(rest.json()["items"]) == 2
 
-    assert server.request("POST", "/tools/invoke", body={"tool": "sessions_list"}).status == 401
+    assert (
+        demo_server.request("POST", "/tools/invoke", body={"tool": "sessions_list"}).status == 401
+    )

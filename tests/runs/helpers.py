@@ -1,8 +1,9 @@
 """Running queued runs in the test process, for behaviour tests that need no real worker (tests
 that cross processes start one with tests.live)."""
 
-from sessions_app.models import Run
+from sessions_app.models import ApiKey, Run
 from sessions_app.runs.engine import execute_run
+from tests.conftest import make_agent, make_session
 
 
 def drain(max_rounds: int = 100) -> int:
@@ -20,3 +21,23 @@ def drain(max_rounds: int = 100) -> int:
             execute_run(str(run_id))
             executed += 1
     raise AssertionError("runs kept coming: a loop the chain cap did not stop?")
+
+
+# The send benchmark's set-up: `echo` answers a send at once; step and announce turns stay silent.
+SILENT_FOLLOW_UPS = [
+    {"match": ".*", "on": ["step"], "reply": "REPLY_SKIP"},
+    {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
+]
+SEND_TO_ECHO = {"sessionKey": "agent:echo:main", "message": "ping", "timeoutSeconds": 30}
+
+
+def echo_setup(main_rules: list[dict]) -> ApiKey:
+    """Agents `main` (scripted by `main_rules`) and `echo` (answers "pong", silent follow-ups),
+    their main sessions, and an agent key of main's."""
+    make_agent("main", backend={"type": "scripted", "rules": main_rules})
+    echo_rules = [*SILENT_FOLLOW_UPS, {"match": ".*", "reply": "pong"}]
+    make_agent("echo", backend={"type": "scripted", "rules": echo_rules})
+    make_session("main")
+    make_session("agent:echo:main")
+    key, _ = ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")
+    return key

@@ -7,19 +7,13 @@ from django.conf import settings
 from django_q.models import OrmQ
 
 from sessions_app.identity import requester_for
-from sessions_app.models import ApiKey, Message, Run
+from sessions_app.models import Message, Run
 from sessions_app.runs import engine
 from sessions_app.tools.sessions_send import start_send
-from tests.conftest import make_agent, make_session, set_config
+from tests.conftest import make_agent, set_config
+from tests.runs.helpers import SEND_TO_ECHO, SILENT_FOLLOW_UPS, echo_setup
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-# echo's steps and announce stay silent; its answer to a send comes last.
-ECHO_SILENT = [
-    {"match": ".*", "on": ["step"], "reply": "REPLY_SKIP"},
-    {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-]
-SEND = {"sessionKey": "agent:echo:main", "message": "ping", "timeoutSeconds": 30}
 
 
 @pytest.fixture
@@ -27,21 +21,7 @@ def sender(agents):
     if "orm" not in settings.Q_CLUSTER:
         pytest.skip("reads the queue through the ORM broker")
     set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=5)
-    make_agent(
-        "main",
-        backend={"type": "scripted", "rules": [{"match": ".*", "on": ["step"], "reply": "ok"}]},
-    )
-    make_agent(
-        "echo",
-        backend={
-            "type": "scripted",
-            "rules": [*ECHO_SILENT, {"match": ".*", "reply": "pong"}],
-        },
-    )
-    make_session("main")
-    make_session("agent:echo:main")
-    key, _ = ApiKey.generate(scope=ApiKey.AGENT, agent=agents["main"])
-    return requester_for(key)
+    return requester_for(echo_setup([{"match": ".*", "on": ["step"], "reply": "ok"}]))
 
 
 def queued_tasks() -> list[str]:
@@ -49,7 +29,7 @@ def queued_tasks() -> list[str]:
 
 
 def test_the_task_runs_the_reply_loop_and_the_announce_itself(sender, django_assert_num_queries):
-    plan = start_send(requester=sender, args=SEND)
+    plan = start_send(requester=sender, args=SEND_TO_ECHO)
     assert queued_tasks() == [plan.run_id]  # the send's own task, enqueued by the web process
     OrmQ.objects.all().delete()
 
@@ -73,7 +53,7 @@ def test_the_task_runs_the_reply_loop_and_the_announce_itself(sender, django_ass
 
 def test_past_the_budget_follow_ups_are_enqueued_as_tasks(sender, monkeypatch):
     monkeypatch.setattr(engine, "FOLLOW_UP_INLINE_SECONDS", 0)
-    plan = start_send(requester=sender, args=SEND)
+    plan = start_send(requester=sender, args=SEND_TO_ECHO)
     OrmQ.objects.all().delete()
 
     assert engine.execute_run(plan.run_id) == Run.OK
@@ -86,7 +66,7 @@ def test_past_the_budget_follow_ups_are_enqueued_as_tasks(sender, monkeypatch):
 def test_a_follow_up_claimed_elsewhere_first_is_left_to_that_worker(sender, monkeypatch):
     """A redelivered task or the sweeper's re-enqueue may claim a follow-up first: the claim is
     conditional, so the run executes once, by whoever claimed it."""
-    plan = start_send(requester=sender, args=SEND)
+    plan = start_send(requester=sender, args=SEND_TO_ECHO)
     claim = Run.claim.__func__
 
     def another_worker_is_faster(cls, run_id, *, worker):
@@ -110,7 +90,7 @@ def test_a_run_a_turn_starts_with_a_tool_call_is_enqueued_at_once(sender):
         backend={
             "type": "scripted",
             "rules": [
-                *ECHO_SILENT,
+                *SILENT_FOLLOW_UPS,
                 {
                     "match": ".*",
                     "toolCalls": [{"name": "sessions_spawn", "arguments": {"task": "dig"}}],
@@ -119,7 +99,7 @@ def test_a_run_a_turn_starts_with_a_tool_call_is_enqueued_at_once(sender):
             ],
         },
     )
-    plan = start_send(requester=sender, args={**SEND, "timeoutSeconds": 0})
+    plan = start_send(requester=sender, args={**SEND_TO_ECHO, "timeoutSeconds": 0})
     OrmQ.objects.all().delete()
 
     assert engine.execute_run(plan.run_id) == Run.OK

@@ -9,29 +9,18 @@ import pytest
 
 from policies_app.models import SendPolicy
 from sessions_app.identity import requester_for
-from sessions_app.models import ApiKey, Run
+from sessions_app.models import Run
 from sessions_app.runs.engine import execute_run
 from sessions_app.tools.sessions_send import start_send
-from tests.conftest import make_agent, make_session, set_config
-
-SKIP = [
-    {"match": ".*", "on": ["step"], "reply": "REPLY_SKIP"},
-    {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-]
-SEND = {"sessionKey": "agent:echo:main", "message": "ping", "timeoutSeconds": 30}
+from tests.conftest import set_config
+from tests.runs.helpers import SEND_TO_ECHO, SILENT_FOLLOW_UPS, echo_setup
 
 
 @pytest.fixture
 def key(agents):
     set_config(visibility="all", a2a_enabled=True)
-    make_agent("main", backend={"type": "scripted", "rules": SKIP})
-    make_agent(
-        "echo", backend={"type": "scripted", "rules": [*SKIP, {"match": ".*", "reply": "pong"}]}
-    )
-    make_session("main")
-    make_session("agent:echo:main")
+    key = echo_setup(SILENT_FOLLOW_UPS)
     SendPolicy.load()  # the settings row exists from the first use on
-    key, _ = ApiKey.generate(scope=ApiKey.AGENT, agent=agents["main"])
     return key
 
 
@@ -49,14 +38,14 @@ def test_starting_a_send_takes_eight_queries(key, django_assert_num_queries):
     # target, send policy, requester's channel; the transaction (savepoint and release); the
     # input message (one UPDATE of the target: seq, run status; insert); the run
     with django_assert_num_queries(8):
-        plan = start_send(requester=sender, args=SEND)
+        plan = start_send(requester=sender, args=SEND_TO_ECHO)
     assert plan.result is None and Run.objects.get(pk=plan.run_id).status == Run.QUEUED
 
 
 def test_a_send_without_reply_loop_takes_12_queries_then_9_for_the_announce(
     key, django_assert_num_queries
 ):
-    plan = start_send(requester=requester(key, turns=0), args=SEND)
+    plan = start_send(requester=requester(key, turns=0), args=SEND_TO_ECHO)
     # claim, load, context; the transaction (savepoint, release); lock (reading the sessions);
     # the run's finish with its reply's seq; the reply (one UPDATE of the session: seqs, run
     # status, usage; insert); the announce run (input message: UPDATE, insert; run)
@@ -69,7 +58,7 @@ def test_a_send_without_reply_loop_takes_12_queries_then_9_for_the_announce(
 
 
 def test_with_the_reply_loop_a_step_and_the_announce_follow(key, django_assert_num_queries):
-    plan = start_send(requester=requester(key, turns=5), args=SEND)
+    plan = start_send(requester=requester(key, turns=5), args=SEND_TO_ECHO)
     # as above, plus the chain's turn count and the settings before starting the step on the
     # requester's session (read by the lock)
     with django_assert_num_queries(14):
