@@ -11,8 +11,8 @@ import time
 import uuid
 
 from django.db import models, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Greatest
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from . import keys, rawsql
@@ -135,7 +135,10 @@ class SessionQuerySet(models.QuerySet):
         live subscribers see: changed_ms moves in the same statement and a hint goes out after
         commit. Every row-level write a subscriber could notice comes through here (or through
         Session.mark_changed before a save, or allocate_seqs for appends)."""
-        updated = self.filter(pk__in=pks).update(**fields, **Session.change_fields(reason))
+        changed_ms = RawSQL(*Session.next_changed_ms())
+        updated = self.filter(pk__in=pks).update(
+            **fields, changed_ms=changed_ms, change_reason=reason
+        )
         if updated:
             for pk in pks:
                 live_hint(pk, reason)
@@ -233,19 +236,18 @@ class Session(models.Model):
             Session.objects.update_changed([self.pk], "restored", archived_at=None)
 
     @staticmethod
-    def change_fields(reason: str) -> dict:
-        """UPDATE arguments that record a change live subscribers should see. changed_ms only
-        grows, so a poller that saw (pk, changed_ms) never mistakes a later change for it."""
-        return {
-            "changed_ms": Greatest(F("changed_ms") + 1, Value(now_ms())),
-            "change_reason": reason,
-        }
+    def next_changed_ms() -> tuple[str, list]:
+        """The row's next changed_ms, as SQL and its parameters. It only grows, so a poller that
+        saw (pk, changed_ms) never mistakes a later change for it. (mark_changed() is the same
+        rule for an instance about to be saved.)"""
+        return f"{rawsql.greatest()}(changed_ms + 1, %s)", [now_ms()]
 
     @staticmethod
     def change_set(reason: str) -> tuple[str, list]:
-        """change_fields() as a plain-SQL SET clause and its parameters."""
-        sql = f"changed_ms = {rawsql.greatest()}(changed_ms + 1, %s), change_reason = %s"
-        return sql, [now_ms(), reason]
+        """A plain-SQL SET clause (and its parameters) that records a change live subscribers
+        should see."""
+        sql, params = Session.next_changed_ms()
+        return f"changed_ms = {sql}, change_reason = %s", [*params, reason]
 
     # Plain-SQL SET clauses, (sql, params), for the session's share of starting and finishing a
     # run: they go into the UPDATE that appends the run's message, so a run touches its session

@@ -388,18 +388,16 @@ def complete_run(run: Run, output: TurnOutput) -> str:
                 reply=output.reply,
                 usage=output.usage or None,
                 reply_seq=reply_seq,
-                show_on_session=False,
+                show_on_session=not messages,
             )
             if not finished:
                 return "discarded"
-            # One UPDATE of the session: the reply's seqs, the run status and the usage.
             if messages:
+                # One UPDATE of the session: the reply's seqs, the run status and the usage.
                 _, last = store.append_to_session(
                     run.session, messages, also=run.session_sets(), reason="run"
                 )
                 assert last == reply_seq, (last, reply_seq)
-            else:
-                Session.update_sets(run.session_id, run.session_sets(), "run")
             # Before after_finish(): on-commit callbacks run in order, so the waiter's hint goes
             # out before the follow-up runs are enqueued.
             transaction.on_commit(partial(notify.run_finished, run.id), robust=True)

@@ -174,8 +174,7 @@ async def wait_for_run(
         while True:
             if not skip_read:
                 run = await sync_to_async(load)()
-                remaining = deadline - loop.time()
-                if run is None or run.finished or remaining <= 0:
+                if run is None or run.finished or loop.time() >= deadline:
                     return run
             skip_read = False
             remaining = deadline - loop.time()

@@ -136,6 +136,7 @@ def start_send(
     requester_channel = requester_session.row_channel if requester_session else ""
     from ..runs.engine import start_run
 
+    created = True
     try:
         with transaction.atomic():
             run = start_run(
@@ -168,9 +169,9 @@ def start_send(
     except IntegrityError:
         # The same idempotency key raced us: the other request created the run.
         run = Run.objects.get(requester_key=requester.session_key, idempotency_key=idempotency_key)
-        return SendPlan(result=None, run_id=str(run.pk), session_key=shown, timeout=timeout)
+        created = False
     return SendPlan(
-        result=None, run_id=str(run.pk), session_key=shown, timeout=timeout, created=True
+        result=None, run_id=str(run.pk), session_key=shown, timeout=timeout, created=created
     )
 
 
