@@ -4,8 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 PYTEST_ARGS ?=
+# What mypy checks (pyproject.toml [tool.mypy]); the rest joins as it gets typed.
+TYPED ?= sessions_app/tools sessions_app/runs sessions_app/rows.py sessions_app/transcript.py
 
-.PHONY: install run test lint fmt migrations-check bench clean
+.PHONY: install run test lint typecheck fmt migrations-check bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +28,10 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
+	@$(MAKE) --no-print-directory typecheck
+
+typecheck: install
+	$(PY) -m mypy $(TYPED)
 
 fmt: install
 	$(PY) -m ruff format .

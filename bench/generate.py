@@ -8,7 +8,7 @@ One session (`agent:main:main`) gets --deep-session-messages messages, so that a
 million messages deep exists; the rest are spread (skewed, like real use) over the other
 sessions. Rows go in directly, bypassing the ORM: COPY on PostgreSQL, executemany in large
 transactions on SQLite. The invariants the app relies on hold: every session's messages have
-seqs 1..last_seq, kind/row_channel come from sessions_app.keys, JSON columns hold JSON.
+seqs 1..last_seq, kind/row_channel come from openclaw_common.keys, JSON columns hold JSON.
 
 Prints timings and writes bench/results/meta-<backend>.json (the deep session's key, sizes).
 """

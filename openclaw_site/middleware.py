@@ -7,7 +7,7 @@ per `sessions_send` on a 2-core VM, about a sixth of the web process's work), so
 
 - `SecurityMiddleware`, `CommonMiddleware` and `XFrameOptionsMiddleware` below run Django's own
   hooks inline on the event loop. They touch no database and no file, so nothing blocks.
-- `/api/` and `/tools/` are authenticated by API key only (sessions_app.api.auth): no cookie, no
+- `/api/` and `/tools/` are authenticated by API key only (sessions_app.identity.authenticate): no cookie, no
   session, no CSRF, no messages. `ApiHandler` serves them with just the three above, so an API
   request makes no thread hop before its view. Pages, the admin and the UI keep the whole
   `settings.MIDDLEWARE` stack.

@@ -192,11 +192,11 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("MAX_BODY_BYTES", 8 * 1024 * 1024))
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["sessions_app.api.auth.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["sessions_app.api.drf.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_RENDERER_CLASSES": ["sessions_app.api.renderers.FastJSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["sessions_app.api.parsers.StrictJSONParser"],
-    "EXCEPTION_HANDLER": "sessions_app.api.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["sessions_app.api.drf.FastJSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["sessions_app.api.drf.StrictJSONParser"],
+    "EXCEPTION_HANDLER": "sessions_app.api.drf.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     # No `?format=`: a query parameter the API does not know is a 400 naming it, like any other.
@@ -208,6 +208,21 @@ SPECTACULAR_SETTINGS = {
         "OpenClaw's session tools as a service. Authenticate with `Authorization: Bearer <api key>`."
     ),
     "VERSION": "1",
+    # JSON Schema 2020-12 throughout, as the tools' declarations and MCP are written.
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        # /tools/invoke and the async views (send, runs), which DRF cannot see, and the
+        # components the tools' declarations give.
+        "sessions_app.api.schema.add_plain_views",
+    ],
+    "TAGS": [
+        {"name": "tools", "description": "OpenClaw's /tools/invoke: every tool by name."},
+        {"name": "sessions", "description": "Sessions, transcripts, sends and spawns."},
+        {"name": "runs", "description": "Agent runs: read, wait for, abort."},
+        {"name": "agents", "description": "Agents."},
+        {"name": "config", "description": "Gateway settings."},
+    ],
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],

@@ -1,12 +1,21 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 
 from sessions_app.api.tools_invoke import tools_invoke
 
 urlpatterns = [
     path("tools/invoke", tools_invoke, name="tools-invoke"),
     path("api/v1/", include("sessions_app.api.urls")),
+    # Channels and deliveries moved with their models from policies_app to sessions_app; links
+    # and bookmarks to the old admin pages still arrive.
+    re_path(
+        r"^admin/policies_app/(?P<model>channelconfig|delivery)/(?P<rest>.*)$",
+        RedirectView.as_view(
+            url="/admin/sessions_app/%(model)s/%(rest)s", permanent=True, query_string=True
+        ),
+    ),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",

@@ -9,18 +9,19 @@ same words.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
 
-from sessions_app.errors import InvalidArgument
+from openclaw_common.errors import InvalidArgument
 
 from . import history, policy
-from .models import ChannelConfig, SendPolicy, SendPolicyChange, SendPolicyRule
+from .models import SendPolicy, SendPolicyChange, SendPolicyRule
 
-# Channels OpenClaw knows; any channel with a ChannelConfig row is known too.
+# Channels OpenClaw knows; a channel configured in sessions_app (a channel row) is known too,
+# when the caller passes it in (see known_channels).
 KNOWN_CHANNELS = (
     "whatsapp",
     "telegram",
@@ -43,8 +44,10 @@ MAX_POSITION = 2**31 - 1  # PositiveIntegerField on every backend
 MAX_CHANGE_NOTE = SendPolicyChange._meta.get_field("note").max_length
 
 
-def known_channels() -> list[str]:
-    configured = ChannelConfig.objects.values_list("channel", flat=True)
+def known_channels(configured: Iterable[str] = ()) -> list[str]:
+    """OpenClaw's channels and the `configured` ones. The channel rows belong to sessions_app,
+    which this app does not import (STYLE.md: arrows point one way), so a caller that has them
+    passes their names in (the admin passes sessions_app.delivery.configured_channels())."""
     return sorted(set(KNOWN_CHANNELS) | set(configured))
 
 
@@ -170,6 +173,7 @@ def save_send_policy(
     rules: Sequence[Mapping[str, Any]],
     actor=None,
     note: str = "",
+    configured_channels: Iterable[str] = (),
 ) -> PolicySave:
     """Replace the send policy: the switch, the default action and the whole ordered rule list.
 
@@ -178,7 +182,8 @@ def save_send_policy(
     1-based place in the list; rules are evaluated by position, then by id). A rule with `id`
     updates that saved rule, one without is added, and saved rules left out are deleted, so the
     history can tell a changed rule from a new one. `actor` is the Django user who made the
-    change (None for a script); `note` says why, for the history.
+    change (None for a script); `note` says why, for the history. A rule's channel must be one
+    of OpenClaw's or of `configured_channels` (the names of the channel rows).
 
     Raises InvalidArgument naming the field when anything is off; nothing is written then.
     Records one SendPolicyChange when something changed, in the same transaction.
@@ -190,7 +195,7 @@ def save_send_policy(
         raise InvalidArgument('default_action must be "allow" or "deny"')
     if not isinstance(note, str) or "\x00" in note or len(note.strip()) > MAX_CHANGE_NOTE:
         raise InvalidArgument(f"note must be text of at most {MAX_CHANGE_NOTE} characters")
-    cleaned = clean_rules(rules, known=known_channels())
+    cleaned = clean_rules(rules, known=known_channels(configured_channels))
 
     SendPolicy.load()  # the row exists before it is locked
     with transaction.atomic():

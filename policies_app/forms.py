@@ -1,4 +1,4 @@
-"""Admin forms for the send policy and channels: field checks with messages that name the field.
+"""Admin forms for the send policy: field checks with messages that name the field.
 
 The rule checks live in `editing.py`, where `save_send_policy()` applies them again; the forms
 only put their messages on the right field."""
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from django import forms
 
-from sessions_app.errors import InvalidArgument
+from openclaw_common.errors import InvalidArgument
 
-from . import channels, editing
-from .models import ChannelConfig, SendPolicy, SendPolicyRule
+from . import editing
+from .models import SendPolicy, SendPolicyRule
 
 
 def _checked(check, *args, **kwargs):
@@ -61,9 +61,16 @@ class SendPolicyRuleForm(forms.ModelForm):
             "note": forms.TextInput(attrs={"size": 22}),
         }
 
+    def __init__(self, *args, known_channels: list[str] | None = None, **kwargs):
+        # The channels a rule may name (editing.known_channels()); the admin passes them with
+        # the configured ones, looked up once for all the rule rows of a save.
+        super().__init__(*args, **kwargs)
+        self.known_channels = known_channels
+
     # The same checks save_send_policy() applies, one field at a time.
     def clean_channel(self) -> str:
-        return _checked(editing.clean_channel, self.cleaned_data.get("channel"))
+        value = self.cleaned_data.get("channel")
+        return _checked(editing.clean_channel, value, known=self.known_channels)
 
     def clean_chat_type(self) -> str:
         return _checked(editing.clean_chat_type, self.cleaned_data.get("chat_type"))
@@ -84,30 +91,3 @@ class SendPolicyRuleForm(forms.ModelForm):
             "id": self.instance.pk,
             **{name: data.get(name) for name in editing.RULE_FIELDS},
         }
-
-
-class ChannelConfigForm(forms.ModelForm):
-    # Declared so the scheme a bare host gets is explicit (Django 6 changes the default).
-    webhook_url = forms.URLField(
-        required=False,
-        max_length=2000,
-        assume_scheme="https",
-        help_text="Required for the webhook adapter: an http(s) URL that receives a JSON POST.",
-    )
-
-    class Meta:
-        model = ChannelConfig
-        fields = ["channel", "adapter", "webhook_url", "max_attempts"]
-
-    def clean_channel(self) -> str:
-        # Lowercased here as save() would, so the lowercase constraint and the unique check see
-        # the stored value.
-        return (self.cleaned_data.get("channel") or "").strip().lower()
-
-    def clean(self):
-        cleaned = super().clean()
-        try:
-            channels.check_webhook_url(cleaned.get("adapter"), cleaned.get("webhook_url"))
-        except InvalidArgument as exc:
-            self.add_error("webhook_url", exc.message)
-        return cleaned

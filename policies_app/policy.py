@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sessions_app import keys
+from openclaw_common import keys
 
 ALLOW, DENY = "allow", "deny"
 BLOCKED_TEXT = "send blocked by session policy"

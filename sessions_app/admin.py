@@ -21,14 +21,15 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from openclaw_common.errors import InvalidArgument
+
 from . import config, store, transcript
 from .admin_actions import ActionsNeedChangeMixin, RowAction, RowActionsMixin, each_row_action
 from .admin_forms import AgentForm, ApiKeyCreateForm, GatewayConfigForm
 from .admin_singleton import SingletonAdminMixin
 from .agents import upsert_agent
-from .errors import InvalidArgument
 from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session
-from .runs import engine
+from .runs import control, engine
 from .runs.backends import TurnInput, get_backend
 
 # Change pages that only show data: no Save buttons.
@@ -176,6 +177,7 @@ class SessionAdmin(ReadOnlyModelAdmin):
         RowAction("archive/", "archive", "archive_row"),
         RowAction("restore/", "restore", "restore_row"),
         RowAction("send-policy/", "send_policy", "send_policy_row"),
+        RowAction("stop/", "stop", "stop_row"),
         RowAction("export.jsonl", "export", "export_row", method="GET"),
     )
     TRANSCRIPT_PAGE = 50
@@ -228,6 +230,20 @@ class SessionAdmin(ReadOnlyModelAdmin):
 
     def export_row(self, request, session):
         return self.jsonl_response(session)
+
+    def stop_row(self, request, session):
+        """Stop: the session's running and queued runs, and every sub-agent below it."""
+        stopped = control.stop_session(
+            session,
+            reason=f"stopped by {request.user.get_username()} (admin)",
+            clear_queued=True,
+            cascade=True,
+        )
+        self.message_user(
+            request,
+            f"Stopped: {len(stopped.aborted_run_ids)} run(s) aborted, {stopped.ended_tasks} "
+            f"waiting task(s) ended, {stopped.descendants} sub-agent session(s) below.",
+        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         session = self.get_object(request, object_id)
@@ -445,12 +461,12 @@ class AgentAdmin(RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdmin):
     TEST_PROMPT = "Hello from the admin backend test"
 
     def get_readonly_fields(self, request, obj=None):
-        return ["id", "test_button"] if obj is not None else []
+        return ["id", "test_button", "webhook_secret"] if obj is not None else []
 
     def get_fields(self, request, obj=None):
         fields = list(AgentForm.Meta.fields)
         if obj is not None and self.has_change_permission(request, obj):
-            fields.append("test_button")
+            fields += ["webhook_secret", "test_button"]
         return fields
 
     def get_list_display(self, request):
@@ -589,3 +605,8 @@ class ApiKeyAdmin(ReadOnlyChangePageMixin, ActionsNeedChangeMixin, admin.ModelAd
             f"API key created. Copy it now, it will not be shown again: {plaintext}",
             messages.SUCCESS,
         )
+
+
+# The pages for channels, deliveries and the send policy are in their own modules; importing them
+# registers them (Django's autodiscover imports only this one).
+from . import admin_completions, admin_delivery, admin_send_policy  # noqa: E402, F401

@@ -1,6 +1,7 @@
 """Admin forms. They validate with the same functions the API uses (agents.clean_backend,
 config.clean_value); the admin then saves through agents.upsert_agent / config.update_config /
-ApiKey.generate, never by saving the form's instance."""
+ApiKey.generate, never by saving the form's instance. RefusedSaveMixin turns such a function's
+refusal into a message on the page."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import json
 from typing import Any
 
 from django import forms
+from django.contrib import messages
+from django.http import HttpResponseRedirect
 
-from . import config, keys
-from .agents import clean_backend
-from .errors import InvalidArgument
+from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument
+
+from . import config
+from .agents import clean_backend, clean_subagent_settings
 from .identity import api_key_fields
 from .models import Agent, ApiKey, GatewayConfig
 
@@ -55,6 +60,20 @@ class AgentForm(forms.ModelForm):
     )
     tools_allow = ListField(required=False, label="tools.allow", help_text="Comma-separated.")
     tools_deny = ListField(required=False, label="tools.deny", help_text="Comma-separated.")
+    subagent_settings = forms.JSONField(
+        required=False,
+        label="subagents (limits)",
+        help_text="This agent's overrides of agents.defaults.subagents.*: maxSpawnDepth, "
+        'maxChildrenPerAgent, runTimeoutSeconds, announceTimeoutMs, e.g. {"maxSpawnDepth": 2}.',
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 80}),
+    )
+    webhook_url = forms.URLField(
+        required=False,
+        label="webhook.url",
+        help_text="Finished sends and spawns of this agent's sessions are POSTed here, signed "
+        "with the secret below (docs/orchestration.md). Empty: none.",
+        assume_scheme="https",
+    )
 
     class Meta:
         model = Agent
@@ -68,6 +87,8 @@ class AgentForm(forms.ModelForm):
             "sandboxed",
             "tools_allow",
             "tools_deny",
+            "subagent_settings",
+            "webhook_url",
         ]
 
     def clean_id(self):
@@ -105,10 +126,23 @@ class AgentForm(forms.ModelForm):
             "description": data.get("description", ""),
             "model": data.get("model", ""),
             "backend": data.get("backend"),
-            "subagents": {"allowAgents": data.get("allow_agents") or []},
+            "subagents": {
+                "allowAgents": data.get("allow_agents") or [],
+                **(data.get("subagent_settings") or {}),
+            },
             "sandboxed": bool(data.get("sandboxed")),
             "tools": {"allow": data.get("tools_allow") or [], "deny": data.get("tools_deny") or []},
+            "webhook": {"url": data.get("webhook_url") or ""},
         }
+
+    def clean_subagent_settings(self):
+        value = self.cleaned_data.get("subagent_settings") or {}
+        if not isinstance(value, dict):
+            raise forms.ValidationError("subagents must be an object")
+        try:
+            return clean_subagent_settings(value)
+        except InvalidArgument as exc:
+            raise forms.ValidationError(exc.message) from None
 
 
 # --- Gateway settings -----------------------------------------------------------------------
@@ -192,3 +226,16 @@ class ApiKeyCreateForm(forms.ModelForm):
             except InvalidArgument as exc:
                 self.add_error(None, exc.message)
         return cleaned
+
+
+class RefusedSaveMixin:
+    """For a ModelAdmin whose save calls a function that may refuse (InvalidArgument): the forms
+    passed but the function refused (a rule or row another operator changed meanwhile). Django's
+    transaction for the save is rolled back, and the page says why instead of a server error."""
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except InvalidArgument as exc:
+            self.message_user(request, f"Not saved: {exc.message}", messages.ERROR)
+            return HttpResponseRedirect(request.path)

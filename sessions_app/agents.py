@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any
 from urllib.parse import urlparse
 
-from . import keys
-from .errors import InvalidArgument
+from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument
+
 from .models import Agent, ApiKey
+from .runs import webhooks
+from .runs.subagent_limits import OVERRIDES
 from .store import require_scope
 
 AGENT_FIELDS = frozenset(
-    {"name", "description", "model", "backend", "subagents", "sandboxed", "tools"}
+    {"name", "description", "model", "backend", "subagents", "sandboxed", "tools", "webhook"}
 )
 
 
 RULE_FIELDS = frozenset({"match", "on", "reply", "toolCalls", "error", "delayMs"})
-RUN_KINDS = ("send", "step", "announce", "spawn", "ingest")
+RUN_KINDS = ("send", "step", "announce", "spawn", "ingest", "completion")
+
+
+# One scripted turn may spawn as many children as maxChildrenPerAgent allows at most (100).
+MAX_SCRIPTED_TOOL_CALLS = 100
 
 
 def clean_rule(i: int, rule: Any) -> None:
@@ -43,8 +51,10 @@ def clean_rule(i: int, rule: Any) -> None:
         raise InvalidArgument(f"{where}.delayMs must be an integer from 0 to 600000")
     calls = rule.get("toolCalls")
     if calls is not None:
-        if not isinstance(calls, list) or len(calls) > 10:
-            raise InvalidArgument(f"{where}.toolCalls must be an array of at most 10 calls")
+        if not isinstance(calls, list) or len(calls) > MAX_SCRIPTED_TOOL_CALLS:
+            raise InvalidArgument(
+                f"{where}.toolCalls must be an array of at most {MAX_SCRIPTED_TOOL_CALLS} calls"
+            )
         for j, call in enumerate(calls):
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
                 raise InvalidArgument(f"{where}.toolCalls[{j}].name must be a string")
@@ -89,6 +99,37 @@ def clean_backend(value: Any) -> dict:
     raise InvalidArgument('backend.type must be "scripted" or "openai"')
 
 
+def clean_subagent_settings(subagents: dict) -> dict[str, int]:
+    """The agent's overrides of agents.defaults.subagents.* (runs/subagent_limits.py)."""
+    found = {}
+    for name, (_, low, high) in OVERRIDES.items():
+        value = subagents.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise InvalidArgument(f"subagents.{name} must be an integer from {low} to {high}")
+        found[name] = value
+    return found
+
+
+def clean_webhook(value: Any) -> dict[str, str]:
+    """{"url": …} or null: where this agent's finished sends and spawns are POSTed, signed
+    (delivery/adapters/agent_webhook.py). The signing secret is made here, once, and kept."""
+    if value is None:
+        return {"webhook_url": ""}
+    if not isinstance(value, dict) or set(value) - {"url"}:
+        raise InvalidArgument('webhook must be an object with only "url", or null')
+    url = value.get("url")
+    if url in (None, ""):
+        return {"webhook_url": ""}
+    if not isinstance(url, str) or len(url) > 2000:
+        raise InvalidArgument("webhook.url must be a string of at most 2000 characters")
+    parsed = urlparse(url.strip())
+    if parsed.scheme not in {"http", "https"} or not parsed.netloc:
+        raise InvalidArgument("webhook.url must be an http(s) URL")
+    return {"webhook_url": url.strip()}
+
+
 def _str_list(name: str, value: Any) -> list[str]:
     if value is None:
         return []
@@ -125,10 +166,13 @@ def upsert_agent(*, api_key: ApiKey | None, agent_id: Any, data: Any) -> tuple[A
         values[field] = value.strip()
     values["backend"] = clean_backend(data.get("backend"))
     subagents = data.get("subagents") or {}
-    if not isinstance(subagents, dict) or set(subagents) - {"allowAgents"}:
-        raise InvalidArgument('subagents must be an object with only "allowAgents"')
+    if not isinstance(subagents, dict) or set(subagents) - {"allowAgents", *OVERRIDES}:
+        names = ", ".join(f'"{n}"' for n in ("allowAgents", *OVERRIDES))
+        raise InvalidArgument(f"subagents must be an object with only {names}")
     allow = _str_list("subagents.allowAgents", subagents.get("allowAgents"))
     values["allow_agents"] = [a if a == "*" else keys.normalize_agent_id(a) for a in allow]
+    values["subagent_settings"] = clean_subagent_settings(subagents)
+    values.update(clean_webhook(data.get("webhook")))
     sandboxed = data.get("sandboxed", False)
     if not isinstance(sandboxed, bool):
         raise InvalidArgument("sandboxed must be a boolean")
@@ -138,7 +182,12 @@ def upsert_agent(*, api_key: ApiKey | None, agent_id: Any, data: Any) -> tuple[A
         raise InvalidArgument('tools must be an object with "allow" and/or "deny"')
     values["tools_allow"] = _str_list("tools.allow", tools.get("allow"))
     values["tools_deny"] = _str_list("tools.deny", tools.get("deny"))
-    return Agent.objects.update_or_create(id=normalized, defaults=values)
+    agent, created = Agent.objects.update_or_create(id=normalized, defaults=values)
+    webhooks.forget()
+    if agent.webhook_url and not agent.webhook_secret:
+        agent.webhook_secret = secrets.token_urlsafe(32)
+        agent.save(update_fields=["webhook_secret"])
+    return agent, created
 
 
 def agent_as_dict(agent: Agent) -> dict:
@@ -148,7 +197,11 @@ def agent_as_dict(agent: Agent) -> dict:
         "description": agent.description,
         "model": agent.model,
         "backend": agent.backend,
-        "subagents": {"allowAgents": agent.allow_agents},
+        "subagents": {"allowAgents": agent.allow_agents, **(agent.subagent_settings or {})},
         "sandboxed": agent.sandboxed,
         "tools": {"allow": agent.tools_allow, "deny": agent.tools_deny},
+        # The secret is shown to operators only (they verify the signatures with it).
+        "webhook": {"url": agent.webhook_url, "secret": agent.webhook_secret}
+        if agent.webhook_url
+        else None,
     }

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import InvalidArgument
+from openclaw_common.errors import InvalidArgument
 
 MAX_SAFE_INTEGER = 2**53 - 1
 _TRUE = {"true", "1", "yes", "on"}

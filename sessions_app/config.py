@@ -11,8 +11,9 @@ from typing import Any
 
 from django.db import transaction
 
-from . import keys
-from .errors import InvalidArgument
+from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument
+
 from .models import ApiKey, GatewayConfig, Session
 from .store import require_scope
 
@@ -104,6 +105,38 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
         maximum=100,
         help="Active children one session may have.",
+    ),
+    Setting(
+        "agents.defaults.subagents.maxConcurrent",
+        "max_concurrent",
+        "int",
+        minimum=1,
+        maximum=1000,
+        help="Sub-agent runs running at once, across every worker (a safety valve).",
+    ),
+    Setting(
+        "agents.defaults.subagents.runTimeoutSeconds",
+        "subagent_run_timeout_seconds",
+        "int",
+        minimum=0,
+        maximum=7 * 24 * 3600,
+        help="A sub-agent run's timeout when sessions_spawn gives none (0 = none).",
+    ),
+    Setting(
+        "agents.defaults.subagents.announceTimeoutMs",
+        "announce_timeout_ms",
+        "int",
+        minimum=1,
+        maximum=24 * 3600 * 1000,
+        help="How long one completion turn of a requester may take before it is retried.",
+    ),
+    Setting(
+        "agents.defaults.subagents.completionDelivery",
+        "completion_delivery",
+        "choice",
+        ("both", "report", "reply"),
+        help="What reaches the requester's channel when a sub-agent ends: the Status/Result/"
+        "Notes report, the requester's own reply to it, or both. Ours.",
     ),
     Setting(
         "tools.sessions_spawn.attachments.enabled",

@@ -9,9 +9,29 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from . import keys
-from .errors import AccessDenied, InvalidArgument
+from openclaw_common import keys
+from openclaw_common.errors import AccessDenied, InvalidArgument, Unauthenticated
+
 from .models import Agent, ApiKey, GatewayConfig
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, or None."""
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip() or "\x00" in token:
+        return None
+    return token.strip()
+
+
+def authenticate(authorization: str | None) -> ApiKey:
+    """The usable API key an `Authorization` header carries. Raises Unauthenticated."""
+    token = bearer_token(authorization)
+    api_key = ApiKey.authenticate(token) if token else None
+    if api_key is None:
+        raise Unauthenticated()
+    return api_key
 
 
 @dataclass(frozen=True)

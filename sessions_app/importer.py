@@ -23,9 +23,11 @@ from typing import Any
 
 from django.db import transaction
 
-from . import keys, store
+from openclaw_common import keys
+from openclaw_common.errors import ToolError
+
+from . import store
 from .agents import upsert_agent
-from .errors import ToolError
 from .models import Agent, GatewayConfig, Message, Session
 
 BATCH_SIZE = store.MAX_MESSAGES_PER_APPEND
@@ -98,6 +100,10 @@ class _Run:
         if self.on_problem is not None:
             self.on_problem(problem)
 
+    def session_failed(self, store_path: Path, raw_key: str, reason: str) -> None:
+        self.problem(store_path, f"{raw_key}: {reason}")
+        self.report.sessions_failed += 1
+
 
 def import_state_dir(
     state_dir: str | os.PathLike, *, on_problem: Callable[[Problem], None] | None = None
@@ -162,43 +168,81 @@ def _ensure_agent(agent_id: str) -> bool:
 def _import_session(
     run: _Run, store_path: Path, raw_key: str, entry: Any, settings: keys.KeySettings
 ) -> None:
-    report = run.report
-
-    def fail(reason: str) -> None:
-        run.problem(store_path, f"{raw_key}: {reason}")
-        report.sessions_failed += 1
-
-    try:
-        key = keys.canonical_key(raw_key, agent_id=settings.default_agent_id, settings=settings)
-    except keys.InvalidKey as exc:
-        fail(f"{exc}; session skipped")
+    checked = _checked_entry(run, store_path, raw_key, entry, settings)
+    if checked is None:
         return
-    if key in run.imported:
-        fail(f"same session as {run.imported[key]}; skipped")
-        return
-    if not isinstance(entry, dict):
-        fail("the entry is not a JSON object; session skipped")
-        return
-    entry = _known_fields(run, store_path, raw_key, entry, settings)
-    problem = unstorable(entry)
-    if problem is not None:
-        fail(f"the entry {problem}; session skipped")
-        return
-    try:
-        transcript = transcript_path(store_path.parent, entry, agent_id=settings.default_agent_id)
-    except UnsafePath as exc:
-        fail(f"{exc}; session skipped")
-        return
-    explicit = isinstance(entry.get("sessionFile"), str) and entry["sessionFile"].strip()
-    if transcript is not None and explicit and not transcript.exists():
-        run.problem(store_path, f"{raw_key}: transcript not found: {transcript}")
+    key, entry, transcript = checked
     # Reserved keys (global, unknown) belong to the gateway's default agent, as store does it.
     owner = (
         run.config.key_settings.default_agent_id
         if key in keys.RESERVED_KEYS
         else keys.agent_id_of(key)
     )
+    try:
+        written = _write_session(run, store_path, raw_key, key, entry, transcript, owner)
+    except ToolError as exc:
+        run.session_failed(store_path, raw_key, f"{exc.message}; session rolled back")
+        return
+    # One broken session (an unreadable file, a database error) must not stop the others.
+    except Exception as exc:
+        run.session_failed(store_path, raw_key, f"{type(exc).__name__}: {exc}; session rolled back")
+        return
+    run.imported[key] = f"{store_path} {raw_key!r}"
+    _count(run.report, owner, written)
 
+
+def _checked_entry(
+    run: _Run, store_path: Path, raw_key: str, entry: Any, settings: keys.KeySettings
+) -> tuple[str, dict, Path | None] | None:
+    """The canonical key, the entry without unknown fields and its transcript's path; None when
+    the session is skipped (reported)."""
+    try:
+        key = keys.canonical_key(raw_key, agent_id=settings.default_agent_id, settings=settings)
+    except keys.InvalidKey as exc:
+        run.session_failed(store_path, raw_key, f"{exc}; session skipped")
+        return None
+    if key in run.imported:
+        run.session_failed(store_path, raw_key, f"same session as {run.imported[key]}; skipped")
+        return None
+    if not isinstance(entry, dict):
+        run.session_failed(store_path, raw_key, "the entry is not a JSON object; session skipped")
+        return None
+    entry = _known_fields(run, store_path, raw_key, entry, settings)
+    problem = unstorable(entry)
+    if problem is not None:
+        run.session_failed(store_path, raw_key, f"the entry {problem}; session skipped")
+        return None
+    try:
+        transcript = transcript_path(store_path.parent, entry, agent_id=settings.default_agent_id)
+    except UnsafePath as exc:
+        run.session_failed(store_path, raw_key, f"{exc}; session skipped")
+        return None
+    explicit = isinstance(entry.get("sessionFile"), str) and entry["sessionFile"].strip()
+    if transcript is not None and explicit and not transcript.exists():
+        run.problem(store_path, f"{raw_key}: transcript not found: {transcript}")
+    return key, entry, transcript
+
+
+@dataclass(frozen=True)
+class _Written:
+    agent_created: bool
+    created: bool
+    changed: bool  # the stored values of an existing session changed
+    messages_added: int
+    lines_skipped: int
+
+
+def _write_session(
+    run: _Run,
+    store_path: Path,
+    raw_key: str,
+    key: str,
+    entry: dict,
+    transcript: Path | None,
+    owner: str,
+) -> _Written:
+    """The entry and the new part of its transcript, in one transaction (rolled back whole when
+    this raises)."""
     skipped = 0
 
     def skip(problem: Problem) -> None:
@@ -206,41 +250,35 @@ def _import_session(
         skipped += 1
         run.problem(problem.path, problem.reason, problem.line)
 
-    try:
-        with transaction.atomic():
-            agent_created = _ensure_agent(owner)
-            before = _entry_values(Session.objects.filter(key=key))
-            new_id = keys.normalize_session_id(entry.get("sessionId"))
-            if before and new_id and new_id != before["session_id"]:
-                # The service keeps one transcript per key, so a reset cannot be mirrored.
-                run.problem(
-                    store_path,
-                    f"{raw_key}: sessionId changed from {before['session_id']} to {new_id} "
-                    f"(reset in OpenClaw?); its transcript is still matched by count against "
-                    f"the {before['last_seq']} messages stored",
-                )
-            session, created = store.upsert_session(api_key=None, key=key, entry=entry, touch=False)
-            added = 0
-            if transcript is not None and transcript.exists():
-                added = _append_transcript(run, session, transcript, skip)
-            after = _entry_values(Session.objects.filter(pk=session.pk))
-    except ToolError as exc:
-        fail(f"{exc.message}; session rolled back")
-        return
-    # One broken session (an unreadable file, a database error) must not stop the others.
-    except Exception as exc:
-        fail(f"{type(exc).__name__}: {exc}; session rolled back")
-        return
+    with transaction.atomic():
+        agent_created = _ensure_agent(owner)
+        before = _entry_values(Session.objects.filter(key=key))
+        new_id = keys.normalize_session_id(entry.get("sessionId"))
+        if before and new_id and new_id != before["session_id"]:
+            # The service keeps one transcript per key, so a reset cannot be mirrored.
+            run.problem(
+                store_path,
+                f"{raw_key}: sessionId changed from {before['session_id']} to {new_id} "
+                f"(reset in OpenClaw?); its transcript is still matched by count against "
+                f"the {before['last_seq']} messages stored",
+            )
+        session, created = store.upsert_session(api_key=None, key=key, entry=entry, touch=False)
+        added = 0
+        if transcript is not None and transcript.exists():
+            added = _append_transcript(run, session, transcript, skip)
+        after = _entry_values(Session.objects.filter(pk=session.pk))
+    return _Written(agent_created, created, after != before, added, skipped)
 
-    run.imported[key] = f"{store_path} {raw_key!r}"
+
+def _count(report: ImportReport, owner: str, written: _Written) -> None:
     report.agents.add(owner)
-    if agent_created:
+    if written.agent_created:
         report.agents_created.add(owner)
-    report.messages_added += added
-    report.lines_skipped += skipped
-    if created:
+    report.messages_added += written.messages_added
+    report.lines_skipped += written.lines_skipped
+    if written.created:
         report.sessions_created += 1
-    elif added or after != before:
+    elif written.messages_added or written.changed:
         report.sessions_updated += 1
     else:
         report.sessions_unchanged += 1

@@ -9,13 +9,16 @@ import hashlib
 import secrets
 import time
 import uuid
+from typing import Any
 
 from django.db import models, transaction
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from . import keys, rawsql
+from openclaw_common import keys
+
+from . import rawsql
 
 
 def live_hint(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:
@@ -60,6 +63,14 @@ class GatewayConfig(models.Model):
     attachments_max_files = models.PositiveIntegerField(default=50)
     attachments_max_file_bytes = models.PositiveIntegerField(default=1024 * 1024)
     chain_max_turns = models.PositiveIntegerField(default=20)
+    # Sub-agent orchestration (9.6 agents.defaults.subagents.*; docs/orchestration.md).
+    max_concurrent = models.PositiveSmallIntegerField(default=8)
+    subagent_run_timeout_seconds = models.PositiveIntegerField(default=0)
+    announce_timeout_ms = models.PositiveIntegerField(default=120_000)
+    COMPLETION_DELIVERIES = [("both", "both"), ("report", "report"), ("reply", "reply")]
+    completion_delivery = models.CharField(
+        max_length=8, choices=COMPLETION_DELIVERIES, default="both"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -102,6 +113,13 @@ class Agent(models.Model):
     sandboxed = models.BooleanField(default=False)
     tools_allow = models.JSONField(default=list, blank=True)
     tools_deny = models.JSONField(default=list, blank=True)
+    # Per-agent overrides of agents.defaults.subagents.* (agents.entries.<id>.subagents in 9.6):
+    # maxSpawnDepth, maxChildrenPerAgent, runTimeoutSeconds, announceTimeoutMs.
+    subagent_settings = models.JSONField(default=dict, blank=True)
+    # Where finished sends and spawns this agent's sessions asked for are POSTed (signed with
+    # webhook_secret, HMAC-SHA256); set by an operator only.
+    webhook_url = models.URLField(max_length=2000, blank=True)
+    webhook_secret = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -115,27 +133,28 @@ class Agent(models.Model):
 # --- Sessions -------------------------------------------------------------------------------
 
 
-class SessionQuerySet(models.QuerySet):
-    def listable(self, *, settings: keys.KeySettings):
+class SessionQuerySet(models.QuerySet["Session"]):
+    def listable(self, *, settings: keys.KeySettings) -> SessionQuerySet:
         """Reserved keys are never listed; `global` is, when it is the main alias (scope=global)."""
         hidden = ["unknown"] if settings.scope == "global" else ["unknown", "global"]
         return self.exclude(key__in=hidden)
 
-    def active(self):
+    def active(self) -> SessionQuerySet:
         return self.filter(archived_at__isnull=True)
 
-    def archived(self):
+    def archived(self) -> SessionQuerySet:
         return self.filter(archived_at__isnull=False)
 
-    def by_activity(self):
+    def by_activity(self) -> SessionQuerySet:
         return self.order_by("-updated_at", "-id")
 
     def update_changed(self, pks: list[int], reason: str, **fields) -> int:
         """UPDATE the sessions `pks` (within this queryset's filter) and record a change that
         live subscribers see: changed_ms moves in the same statement and a hint goes out after
         commit. Every row-level write a subscriber could notice comes through here (or through
-        Session.mark_changed before a save, or allocate_seqs for appends)."""
-        changed_ms = RawSQL(*Session.next_changed_ms())
+        Session.mark_changed before a save, the allocate_*seq* methods for appends, and the
+        run-status methods of Session and Run, which all record the change in their UPDATE)."""
+        changed_ms = RawSQL(*_next_changed_ms())
         updated = self.filter(pk__in=pks).update(
             **fields, changed_ms=changed_ms, change_reason=reason
         )
@@ -201,6 +220,10 @@ class Session(models.Model):
     # when no Redis carries the hint (sessions_app/live).
     changed_ms = models.BigIntegerField(default=0)
     change_reason = models.CharField(max_length=16, blank=True)
+    # Some serial run of this session (a completion turn) waits for its runs in flight to end:
+    # whoever finishes one starts it. Read with the session under the finishing lock, so a
+    # finish costs no extra query when nothing waits.
+    turns_waiting = models.BooleanField(default=False)
 
     objects = SessionQuerySet.as_manager()
 
@@ -235,61 +258,10 @@ class Session(models.Model):
             self.archived_at = None
             Session.objects.update_changed([self.pk], "restored", archived_at=None)
 
-    @staticmethod
-    def next_changed_ms() -> tuple[str, list]:
-        """The row's next changed_ms, as SQL and its parameters. It only grows, so a poller that
-        saw (pk, changed_ms) never mistakes a later change for it. (mark_changed() is the same
-        rule for an instance about to be saved.)"""
-        return f"{rawsql.greatest()}(changed_ms + 1, %s)", [now_ms()]
-
-    @staticmethod
-    def change_set(reason: str) -> tuple[str, list]:
-        """A plain-SQL SET clause (and its parameters) that records a change live subscribers
-        should see."""
-        sql, params = Session.next_changed_ms()
-        return f"changed_ms = {sql}, change_reason = %s", [*params, reason]
-
-    # Plain-SQL SET clauses, (sql, params), for the session's share of starting and finishing a
-    # run: they go into the UPDATE that appends the run's message, so a run touches its session
-    # row once (see rawsql for why plain SQL).
-
-    @staticmethod
-    def run_status_set(run_status: str, *, unless_newer_than: Run | None = None) -> tuple:
-        """Show `run_status`; with `unless_newer_than`, only if no run of the session was created
-        after that one (the row shows its latest run)."""
-        if unless_newer_than is None:
-            return "run_status = %s", [run_status]
-        run = unless_newer_than
-        return (
-            f"run_status = CASE WHEN EXISTS (SELECT 1 FROM {rawsql.table(Run)} AS newer"
-            " WHERE newer.session_id = %s AND newer.created_at > %s) THEN run_status ELSE %s END",
-            [run.session_id, rawsql.prep(Run, "created_at", run.created_at), run_status],
-        )
-
-    @staticmethod
-    def usage_sets(usage: dict | None) -> list[tuple]:
-        """Add a run's token usage to the session's totals."""
-        if not usage:
-            return []
-        tokens_in = int(usage.get("input") or 0)
-        tokens_out = int(usage.get("output") or 0)
-        total = int(usage.get("totalTokens") or tokens_in + tokens_out)
-        return [
-            (f"{name} = COALESCE({name}, 0) + %s", [value])
-            for name, value in (
-                ("input_tokens", tokens_in),
-                ("output_tokens", tokens_out),
-                ("total_tokens", total),
-            )
-        ]
-
-    @staticmethod
-    def update_sets(session_pk: int, sets: list[tuple], reason: str) -> None:
-        """UPDATE one session with such SET clauses, recorded as a live change `reason`."""
-        rawsql.update(
-            Session, {}, "id = %s", [session_pk], extra_sets=[*sets, Session.change_set(reason)]
-        )
-        live_hint(session_pk, reason)
+    def show_run_queued(self) -> None:
+        """Show a run starting on the session when no input message is appended with it (an
+        ingest with run=true: the message is already there). One UPDATE."""
+        _update_session(self.pk, [_run_status_set(Run.SESSION_STATUS[Run.QUEUED])], "run")
 
     def mark_changed(self, reason: str) -> None:
         """The same for a Session about to be saved (upsert, patch)."""
@@ -310,36 +282,115 @@ class Session(models.Model):
             last_channel=self.last_channel,
         )[:64]
 
-    def allocate_seqs(
-        self, count: int, *, touch: bool = True, also: list[tuple] = (), reason: str = "messages"
-    ) -> int:
+    def allocate_seqs(self, count: int, *, touch: bool = True) -> int:
         """Reserve `count` contiguous seq values; returns the first. Call inside a transaction.
 
         The UPDATE … SET last_seq = last_seq + n takes the row lock (PostgreSQL) or the write lock
         (SQLite, IMMEDIATE), so concurrent appenders get disjoint, gap-free ranges. The same
         statement moves updatedAt (unless `touch` is off, for imports) and the live change mark;
-        subscribers hear of the new seqs after commit. `also`: more SET clauses for the same
-        statement (the run status and usage of a starting or finishing run), with `reason` as
-        the live change.
+        subscribers hear of the new seqs after commit.
         """
+        return self._allocate(count, touch=touch)
+
+    def allocate_run_input_seq(self) -> int:
+        """allocate_seqs(1) for a starting run's input message, in the UPDATE that also shows
+        the run queued on the session (a run touches its session row once to start)."""
+        queued = _run_status_set(Run.SESSION_STATUS[Run.QUEUED])
+        return self._allocate(1, touch=True, sets=[queued], reason="run")
+
+    def allocate_run_reply_seqs(self, run: Run, count: int) -> int:
+        """allocate_seqs(count) for the reply of `run`, just finished by Run.mark_replied, in the
+        UPDATE that also shows its outcome and adds its token usage (once to finish)."""
+        return self._allocate(count, touch=True, sets=_outcome_sets(run), reason="run")
+
+    def _allocate(
+        self,
+        count: int,
+        *,
+        touch: bool,
+        sets: list[_SetClause] | None = None,
+        reason: str = "messages",
+    ) -> int:
         assert transaction.get_connection().in_atomic_block, "allocate_seqs needs a transaction"
         # One statement that also returns the new last_seq (both backends have RETURNING; the
         # ORM's update() does not): it runs for every message appended.
-        sets, params = ["last_seq = last_seq + %s"], [count]
-        for sql, sql_params in [*also, self.change_set(reason)]:
-            sets.append(sql)
+        columns, params = ["last_seq = last_seq + %s"], [count]
+        for sql, sql_params in [*(sets or []), _change_set(reason)]:
+            columns.append(sql)
             params.extend(sql_params)
         if touch:
-            sets.append(f"updated_at = {rawsql.greatest()}(updated_at, %s)")
+            columns.append(f"updated_at = {rawsql.greatest()}(updated_at, %s)")
             params.append(now_ms())
         (self.last_seq,) = rawsql.fetchall(
-            f"UPDATE {rawsql.table(Session)} SET {', '.join(sets)} WHERE id = %s RETURNING last_seq",
+            f"UPDATE {rawsql.table(Session)} SET {', '.join(columns)} WHERE id = %s"
+            " RETURNING last_seq",
             [*params, self.pk],
         )[0]
         live_hint(self.pk, "messages", last_seq=self.last_seq)
         if reason != "messages":
             live_hint(self.pk, reason)
         return self.last_seq - count + 1
+
+
+# The session's share of starting and finishing a run, as plain-SQL SET clauses (sql, params)
+# that go into the one UPDATE of the session a run start or finish makes (rawsql says why plain
+# SQL). Private to this module: callers use the named operations above and on Run.
+_SetClause = tuple[str, list[Any]]
+
+
+def _next_changed_ms() -> _SetClause:
+    """The row's next changed_ms, as SQL and its parameters. It only grows, so a poller that saw
+    (pk, changed_ms) never mistakes a later change for it. (Session.mark_changed() is the same
+    rule for an instance about to be saved.)"""
+    return f"{rawsql.greatest()}(changed_ms + 1, %s)", [now_ms()]
+
+
+def _change_set(reason: str) -> _SetClause:
+    """Record a change live subscribers should see."""
+    sql, params = _next_changed_ms()
+    return f"changed_ms = {sql}, change_reason = %s", [*params, reason]
+
+
+def _run_status_set(run_status: str, *, unless_newer_than: Run | None = None) -> _SetClause:
+    """Show `run_status`; with `unless_newer_than`, only if no run of the session was created
+    after that one (the row shows its latest run)."""
+    if unless_newer_than is None:
+        return "run_status = %s", [run_status]
+    run = unless_newer_than
+    return (
+        f"run_status = CASE WHEN EXISTS (SELECT 1 FROM {rawsql.table(Run)} AS newer"
+        " WHERE newer.session_id = %s AND newer.created_at > %s) THEN run_status ELSE %s END",
+        [run.session_id, rawsql.prep(Run, "created_at", run.created_at), run_status],
+    )
+
+
+def _usage_sets(usage: dict | None) -> list[_SetClause]:
+    """Add a run's token usage to the session's totals."""
+    if not usage:
+        return []
+    tokens_in = int(usage.get("input") or 0)
+    tokens_out = int(usage.get("output") or 0)
+    total = int(usage.get("totalTokens") or tokens_in + tokens_out)
+    return [
+        (f"{name} = COALESCE({name}, 0) + %s", [value])
+        for name, value in (
+            ("input_tokens", tokens_in),
+            ("output_tokens", tokens_out),
+            ("total_tokens", total),
+        )
+    ]
+
+
+def _outcome_sets(run: Run) -> list[_SetClause]:
+    """The session's share of a finished run: its status (if it is the latest) and its usage."""
+    status = _run_status_set(Run.SESSION_STATUS[run.status], unless_newer_than=run)
+    return [status, *_usage_sets(run.usage)]
+
+
+def _update_session(session_pk: int, sets: list[_SetClause], reason: str) -> None:
+    """UPDATE one session with such SET clauses, recorded as a live change `reason`."""
+    rawsql.update(Session, {}, "id = %s", [session_pk], extra_sets=[*sets, _change_set(reason)])
+    live_hint(session_pk, reason)
 
 
 # --- Transcript -----------------------------------------------------------------------------
@@ -426,6 +477,12 @@ class Message(models.Model):
 # --- Runs -----------------------------------------------------------------------------------
 
 
+class RunQuerySet(models.QuerySet["Run"]):
+    def in_flight(self) -> RunQuerySet:
+        """Queued or running: not finished yet."""
+        return self.filter(status__in=[Run.QUEUED, Run.RUNNING])
+
+
 class Run(models.Model):
     """One agent turn: queued → running → ok | error | timeout | aborted."""
 
@@ -439,7 +496,10 @@ class Run(models.Model):
     )
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, OK, ERROR, TIMEOUT, ABORTED)]
     FINISHED = frozenset({OK, ERROR, TIMEOUT, ABORTED})
-    KINDS = [(k, k) for k in ("send", "spawn", "ingest", "step", "announce")]
+    # completion: a requester's turn carrying its sub-agents' results (docs/orchestration.md).
+    KINDS = [(k, k) for k in ("send", "spawn", "ingest", "step", "announce", "completion")]
+    MAIN_LANE, SUBAGENT_LANE = "main", "subagent"
+    YIELDED_FOR_CHILDREN, YIELDED_FOR_MESSAGE = "children", "message"
     # How a run's status shows on its session row (api.md §1).
     SESSION_STATUS = {
         QUEUED: "running",
@@ -483,11 +543,38 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # --- orchestration (docs/orchestration.md) ---
+    # Runs of sub-agent sessions share agents.defaults.subagents.maxConcurrent across workers.
+    lane = models.CharField(max_length=10, default=MAIN_LANE)
+    # A serial run starts only once no older run of its session is in flight, and its input is
+    # appended then (a completion turn waits for a busy requester's current turn, in order).
+    serial = models.BooleanField(default=False)
+    # A serial run's input message's provenance, kept until the message is appended.
+    input_provenance = models.JSONField(null=True, blank=True)
+    # When a worker last found the run not startable yet (its lane full, its session busy); such
+    # runs are started again when a run of that lane or session finishes.
+    deferred_at = models.DateTimeField(null=True, blank=True)
+    # This turn ended with sessions_yield: until the children it spawned settle ("children"), or
+    # until a continuation message arrives (a paused sub-agent, "message").
+    yielded = models.CharField(max_length=10, blank=True)
+    # The sub-agent task this turn belongs to: its first (spawn) run. Null for other runs.
+    task_run = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="task_turns"
+    )
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         indexes = [
             models.Index(fields=["session", "-created_at"], name="run_session_recent"),
             models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat"),
+            # Runs waiting for their lane or session: few, looked up whenever a run finishes.
+            models.Index(
+                fields=["lane", "deferred_at"],
+                condition=Q(status="queued", deferred_at__isnull=False),
+                name="run_deferred",
+            ),
+            models.Index(fields=["requester_key", "kind"], name="run_requester_kind"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -509,19 +596,55 @@ class Run(models.Model):
         return self.status in self.FINISHED
 
     @classmethod
-    def claim(cls, run_id, *, worker: str):
-        """queued → running, for one worker only (a conditional UPDATE; plain SQL, see rawsql).
-        The claim's time, or None when the run was not queued."""
+    def claim(cls, run_id, *, worker: str, max_subagents: int | None = None):
+        """queued → running, for one worker only (a conditional UPDATE; plain SQL, see rawsql),
+        and only once the run may start: a serial run when no older run of its session is in
+        flight; with `max_subagents`, while fewer sub-agent runs are running (runs/lanes.py
+        makes that count exact across workers). The claim's time, or None."""
         now = timezone.now()
         values = {"status": cls.RUNNING, "started_at": now, "heartbeat_at": now}
+        table = rawsql.table(cls)
+        where = (
+            "id = %s AND status = %s AND (NOT serial OR NOT EXISTS ("
+            f"SELECT 1 FROM {table} AS older WHERE older.session_id = {table}.session_id"
+            f" AND older.status IN (%s, %s) AND older.created_at < {table}.created_at))"
+        )
+        params: list = [rawsql.prep(cls, "id", run_id), cls.QUEUED, cls.QUEUED, cls.RUNNING]
+        if max_subagents is not None:
+            where += (
+                f" AND (lane <> %s OR (SELECT COUNT(*) FROM {table} AS busy"
+                " WHERE busy.lane = %s AND busy.status = %s) < %s)"
+            )
+            params += [cls.SUBAGENT_LANE, cls.SUBAGENT_LANE, cls.RUNNING, max_subagents]
         claimed = rawsql.update(
             cls,
             values | {"worker": worker[:100]},
-            "id = %s AND status = %s",
-            [rawsql.prep(cls, "id", run_id), cls.QUEUED],
+            where,
+            params,
             extra_sets=[("attempts = attempts + 1", [])],
         )
         return now if claimed else None
+
+    @classmethod
+    def defer(cls, run_id) -> bool:
+        """A queued run a worker could not start yet (its lane full, its session busy): marked,
+        so the next finish in its lane or session starts it. False when it is not queued."""
+        return bool(
+            rawsql.update(
+                cls,
+                {"deferred_at": timezone.now()},
+                "id = %s AND status = %s",
+                [rawsql.prep(cls, "id", run_id), cls.QUEUED],
+            )
+        )
+
+    def mark_yielded(self, kind: str, *, note: str) -> None:
+        """This running turn ended with sessions_yield (9.6 §1.7): it waits for the children it
+        spawned ("children") or for a continuation ("message"). `note` is for the turn that
+        resumes it."""
+        self.yielded = kind
+        self.flow = {**(self.flow or {}), "yieldNote": note}
+        Run.objects.filter(pk=self.pk, status=self.RUNNING).update(yielded=kind, flow=self.flow)
 
     def set_claimed(self, claimed_at, *, worker: str) -> None:
         """This queued instance as claim() has just changed its row."""
@@ -530,19 +653,24 @@ class Run(models.Model):
         self.attempts += 1
 
     def mark_finished(
-        self,
-        status: str,
-        *,
-        reply: str = "",
-        error: str = "",
-        usage=None,
-        reply_seq: int | None = None,
-        show_on_session: bool = True,
+        self, status: str, *, reply: str = "", error: str = "", usage: dict | None = None
     ) -> bool:
         """queued|running → a final status, once. False when something else finished it first.
+        The session row shows the outcome and adds the usage (a second UPDATE)."""
+        if not self._finish(status, reply=reply, error=error, usage=usage, reply_seq=None):
+            return False
+        _update_session(self.session_id, _outcome_sets(self), "run")
+        return True
 
-        Unless `show_on_session` is off (the caller folds session_sets() into its own UPDATE of
-        the session), the session row shows the outcome too."""
+    def mark_replied(self, *, reply: str, usage: dict | None, reply_seq: int) -> bool:
+        """queued|running → ok with a reply whose messages end at `reply_seq`, once (False as in
+        mark_finished). The session's share is left to the UPDATE that appends those messages
+        (Session.allocate_run_reply_seqs): only store.finish_run_with_reply calls this."""
+        return self._finish(self.OK, reply=reply, error="", usage=usage, reply_seq=reply_seq)
+
+    def _finish(
+        self, status: str, *, reply: str, error: str, usage: dict | None, reply_seq: int | None
+    ) -> bool:
         assert status in self.FINISHED
         now = timezone.now()
         values = {"status": status, "reply": reply, "error": error, "usage": usage}
@@ -559,14 +687,7 @@ class Run(models.Model):
             return False
         for name, value in values.items():
             setattr(self, name, value)
-        if show_on_session:
-            Session.update_sets(self.session_id, self.session_sets(), "run")
         return True
-
-    def session_sets(self) -> list[tuple]:
-        """The session's share of this finished run: its status (if it is the latest) and usage."""
-        status = Session.run_status_set(self.SESSION_STATUS[self.status], unless_newer_than=self)
-        return [status, *Session.usage_sets(self.usage)]
 
     @property
     def runtime_ms(self) -> int | None:
@@ -659,3 +780,10 @@ class ApiKey(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+
+
+# The delivery outbox's models live with its code (sessions_app/delivery/), and so do the
+# sub-agent completions' (sessions_app/runs/); imported here so Django registers them with this
+# app. Last, so those packages may use the models above.
+from .delivery.models import ChannelConfig, Delivery, DeliveryQuerySet  # noqa: E402, F401
+from .runs.completion_model import Completion, CompletionQuerySet  # noqa: E402, F401

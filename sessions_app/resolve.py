@@ -6,8 +6,10 @@ visibility guard for the action. Errors carry OpenClaw's exact texts.
 
 from __future__ import annotations
 
-from . import keys, visibility
-from .errors import Forbidden, InvalidArgument, NotFound
+from openclaw_common import keys
+from openclaw_common.errors import Forbidden, InvalidArgument, NotFound
+
+from . import visibility
 from .identity import Requester
 from .models import Session
 

@@ -13,9 +13,11 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from . import keys, sanitize
-from .errors import AccessDenied, InvalidArgument, NotFound
-from .models import Agent, ApiKey, GatewayConfig, Message, Session, live_hint, now_ms
+from openclaw_common import keys
+from openclaw_common.errors import AccessDenied, InvalidArgument, NotFound
+
+from . import sanitize
+from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session, live_hint, now_ms
 
 MAX_MESSAGES_PER_APPEND = 1000
 MESSAGE_ROLES = ("user", "assistant", "toolResult", "tool", "system")
@@ -260,13 +262,7 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
     if not isinstance(entry, dict):
         raise InvalidArgument("session entry must be a JSON object")
     check_storable(entry)
-    unknown = sorted(
-        k
-        for k in entry
-        if k not in ENTRY_FIELDS and k not in PASSTHROUGH_FIELDS and k not in SPECIAL_FIELDS
-    )
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    _refuse_unknown_fields(entry)
     canonical = canonical_session_key(
         key if key is not None else entry.get("key"), settings=settings
     )
@@ -275,6 +271,38 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
     else:
         agent_id = keys.agent_id_of(canonical)
 
+    fields = _column_values(entry)
+    if "chatType" in entry:
+        fields["chat_type"] = _chat_type(entry["chatType"])
+    if "lastThreadId" in entry:
+        fields["last_thread_id"] = _last_thread_id(entry["lastThreadId"])
+    if "sendPolicy" in entry:
+        fields["send_policy"] = _send_policy(entry["sendPolicy"])
+    if "spawnedBy" in entry:
+        fields["spawned_by"] = _spawned_by(entry["spawnedBy"], settings=settings)
+    if "spawnDepth" in entry:
+        fields["spawn_depth"] = (
+            _non_negative_int("spawnDepth", entry["spawnDepth"], maximum=32) or 0
+        )
+
+    session_id = _session_id(entry.get("sessionId"))
+    updated_at = _non_negative_int("updatedAt", entry.get("updatedAt"), maximum=2**53 - 1)
+    extra = {k: entry[k] for k in entry if k in PASSTHROUGH_FIELDS}
+    return EntryChanges(canonical, agent_id, fields, extra, session_id, updated_at)
+
+
+def _refuse_unknown_fields(entry: dict) -> None:
+    unknown = sorted(
+        k
+        for k in entry
+        if k not in ENTRY_FIELDS and k not in PASSTHROUGH_FIELDS and k not in SPECIAL_FIELDS
+    )
+    if unknown:
+        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+
+
+def _column_values(entry: dict) -> dict[str, Any]:
+    """The ENTRY_FIELDS the entry has, checked by kind, by column."""
     fields: dict[str, Any] = {}
     for name, (column, kind) in ENTRY_FIELDS.items():
         if name not in entry:
@@ -288,49 +316,46 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
             fields[column] = _bool(name, value)
         else:
             fields[column] = _object(name, value)
-    if "chatType" in entry:
-        raw = _string("chatType", entry["chatType"]).lower()
-        if raw and raw not in CHAT_TYPES:
-            raise InvalidArgument('chatType must be "direct", "group" or "channel"')
-        fields["chat_type"] = CHAT_TYPES.get(raw, "")
-    if "lastThreadId" in entry:
-        value = entry["lastThreadId"]
-        if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
-            raise InvalidArgument("lastThreadId must be a string or a number")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidArgument("lastThreadId must be a string or a finite number")
-        # Refused rather than cut: a shortened thread id would route replies elsewhere.
-        text = "" if value is None else str(value)
-        if len(text) > _max_length("last_thread_id"):
-            raise InvalidArgument(
-                f"lastThreadId must be at most {_max_length('last_thread_id')} characters"
-            )
-        fields["last_thread_id"] = text
-    if "sendPolicy" in entry:
-        fields["send_policy"] = _send_policy(entry["sendPolicy"])
-    if "spawnedBy" in entry:
-        spawned_by = entry["spawnedBy"]
-        fields["spawned_by"] = (
-            canonical_session_key(spawned_by, settings=settings, field="spawnedBy")
-            if spawned_by not in (None, "")
-            else ""
-        )
-    if "spawnDepth" in entry:
-        fields["spawn_depth"] = (
-            _non_negative_int("spawnDepth", entry["spawnDepth"], maximum=32) or 0
-        )
+    return fields
 
-    session_id = None
-    if entry.get("sessionId") is not None:
-        session_id = keys.normalize_session_id(entry["sessionId"])
-        if session_id is None:
-            raise InvalidArgument(
-                "sessionId must be a UUID or 1-128 letters, digits, '.', '_' and '-' "
-                "starting with a letter or digit"
-            )
-    updated_at = _non_negative_int("updatedAt", entry.get("updatedAt"), maximum=2**53 - 1)
-    extra = {k: entry[k] for k in entry if k in PASSTHROUGH_FIELDS}
-    return EntryChanges(canonical, agent_id, fields, extra, session_id, updated_at)
+
+def _chat_type(value: Any) -> str:
+    raw = _string("chatType", value).lower()
+    if raw and raw not in CHAT_TYPES:
+        raise InvalidArgument('chatType must be "direct", "group" or "channel"')
+    return CHAT_TYPES.get(raw, "")
+
+
+def _last_thread_id(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
+        raise InvalidArgument("lastThreadId must be a string or a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidArgument("lastThreadId must be a string or a finite number")
+    # Refused rather than cut: a shortened thread id would route replies elsewhere.
+    text = "" if value is None else str(value)
+    if len(text) > _max_length("last_thread_id"):
+        raise InvalidArgument(
+            f"lastThreadId must be at most {_max_length('last_thread_id')} characters"
+        )
+    return text
+
+
+def _spawned_by(value: Any, *, settings: keys.KeySettings) -> str:
+    if value in (None, ""):
+        return ""
+    return canonical_session_key(value, settings=settings, field="spawnedBy")
+
+
+def _session_id(value: Any) -> str | None:
+    if value is None:
+        return None
+    session_id = keys.normalize_session_id(value)
+    if session_id is None:
+        raise InvalidArgument(
+            "sessionId must be a UUID or 1-128 letters, digits, '.', '_' and '-' "
+            "starting with a letter or digit"
+        )
+    return session_id
 
 
 def upsert_session(
@@ -522,26 +547,60 @@ def read_messages(raw: Any) -> list[Message]:
 
 
 def append_to_session(
-    session: Session,
-    messages: list[Message],
-    *,
-    touch: bool = True,
-    also: list[tuple] = (),
-    reason: str = "messages",
+    session: Session, messages: list[Message], *, touch: bool = True
 ) -> tuple[int, int]:
     """Append validated messages at the next seqs, atomically. Returns (firstSeq, lastSeq).
-    `also` and `reason`: see Session.allocate_seqs.
+    `touch` off leaves updatedAt alone (imports).
 
-    Inside a caller's transaction (starting or finishing a run) no savepoint is taken: nothing
-    catches a failed append and goes on with that transaction, and the savepoint cost two
-    statements per append."""
+    Inside a caller's transaction no savepoint is taken: nothing catches a failed append and
+    goes on with that transaction, and the savepoint cost two statements per append."""
     with transaction.atomic(savepoint=False):
-        first = session.allocate_seqs(len(messages), touch=touch, also=also, reason=reason)
-        for offset, message in enumerate(messages):
-            message.session_id = session.pk
-            message.seq = first + offset
-        Message.objects.bulk_create(messages)
+        first = session.allocate_seqs(len(messages), touch=touch)
+        _insert(session, messages, first)
     return first, first + len(messages) - 1
+
+
+def _insert(session: Session, messages: list[Message], first: int) -> None:
+    for offset, message in enumerate(messages):
+        message.session_id = session.pk
+        message.seq = first + offset
+    Message.objects.bulk_create(messages)
+
+
+# --- a run's messages (runs/engine.py, inside its starting or finishing transaction) ----------
+# Each touches the session row once: the UPDATE that allocates the seqs also shows the run.
+
+
+def append_run_input(session: Session, text: str, *, provenance: dict | None) -> int:
+    """Append a starting run's input message (a user message) and show the run queued on the
+    session. Returns the message's seq."""
+    payload: dict[str, Any] = {"role": "user", "content": text}
+    if provenance:
+        payload["provenance"] = provenance
+    message = read_message(0, payload)
+    seq = session.allocate_run_input_seq()
+    _insert(session, [message], seq)
+    return seq
+
+
+def finish_run_with_reply(
+    run: Run, messages: list[Message], *, reply: str, usage: dict | None
+) -> bool:
+    """The run goes to ok with its turn's reply and the reply's messages are appended, once:
+    False (nothing written) when something else finished the run first (an abort, a timeout, a
+    redelivered task). Needs run.session locked and fresh (runs/engine.py lock_sessions)."""
+    if not messages:
+        return run.mark_finished(Run.OK, reply=reply, usage=usage)
+    # The session is locked, so the reply's last seq is known before it is appended, and the
+    # run's finishing UPDATE records it too.
+    session = run.session
+    reply_seq = session.last_seq + len(messages)
+    if not run.mark_replied(reply=reply, usage=usage, reply_seq=reply_seq):
+        return False
+    first = session.allocate_run_reply_seqs(run, len(messages))
+    assert first + len(messages) - 1 == reply_seq, (first, len(messages), reply_seq)
+    _insert(session, messages, first)
+    return True
 
 
 def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:

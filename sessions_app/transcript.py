@@ -7,17 +7,21 @@ Prefetch over whole transcripts (stack.md §7.2).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 from operator import itemgetter, or_
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from . import sanitize
 from .models import Message, Session
+
+if TYPE_CHECKING:
+    from .rows import SessionRow
 
 TOOL_RESULT = "toolResult"
 
@@ -29,19 +33,41 @@ def payload(message: Message) -> dict:
     return data
 
 
-# What pages read: the transcript columns, then whether the redaction scan is needed.
-READ_COLUMNS = (*Message.TRANSCRIPT_COLUMNS, "redact_needed")
+class MessageRow(NamedTuple):
+    """A transcript message as pages read it: Message.TRANSCRIPT_COLUMNS, then whether the
+    redaction scan is needed. Read with values_list (message_rows()), no model object."""
+
+    seq: int
+    role: str
+    content: str | list[Any] | None
+    provenance: dict[str, Any] | None
+    tool_call_id: str
+    tool_name: str
+    usage: dict[str, Any] | None
+    timestamp: int
+    extra: dict[str, Any] | None
+    redact_needed: bool | None
+
+    def payload(self) -> dict[str, Any]:
+        """Like payload() for a Message."""
+        data = Message.transcript_from_values(*self[:_TRANSCRIPT_WIDTH])
+        data["__openclaw"] = {"seq": self.seq}
+        return data
+
+    @property
+    def scan_needed(self) -> bool:
+        """Whether sanitising must scan it for secrets (not known to be clean)."""
+        return self.redact_needed is not False
 
 
-def payload_from_values(row: tuple) -> dict:
-    """Like payload(), from a `values_list(*READ_COLUMNS)` row (no model object)."""
-    data = Message.transcript_from_values(*row[: len(Message.TRANSCRIPT_COLUMNS)])
-    data["__openclaw"] = {"seq": row[0]}
-    return data
+READ_COLUMNS: tuple[str, ...] = MessageRow._fields
+_TRANSCRIPT_WIDTH = len(Message.TRANSCRIPT_COLUMNS)
 
 
-def scan_needed(row: tuple) -> bool:
-    return row[len(Message.TRANSCRIPT_COLUMNS)] is not False
+def message_rows(queryset: QuerySet[Message]) -> list[MessageRow]:
+    """A (sliced, ordered) queryset of messages as MessageRows, in one query."""
+    new = tuple.__new__  # what NamedTuple._make does, less its length check (one per row)
+    return [new(MessageRow, values) for values in queryset.values_list(*READ_COLUMNS)]
 
 
 def seq_of(message: dict) -> int:
@@ -55,7 +81,7 @@ def read_page(
     include_tools: bool,
     offset: int = 0,
     before_seq: int | None = None,
-) -> tuple[list[dict], bool]:
+) -> tuple[list[tuple[dict[str, Any], bool]], bool]:
     """The newest `limit` messages (oldest first) older than `before_seq`, skipping the newest
     `offset` visible ones, as payloads. Returns (messages, has_more)."""
     qs = Message.objects.filter(session=session)
@@ -70,11 +96,11 @@ def read_page(
     else:
         qs = qs.exclude(role=TOOL_RESULT)
         window = slice(offset, offset + limit + 1)
-    rows = list(qs.order_by("-seq").values_list(*READ_COLUMNS)[window])
+    rows = message_rows(qs.order_by("-seq")[window])
     has_more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
-    return [(payload_from_values(r), scan_needed(r)) for r in rows], has_more
+    return [(r.payload(), r.scan_needed) for r in rows], has_more
 
 
 @dataclass
@@ -126,7 +152,7 @@ _LAST_N_LATERAL = """
     WHERE m.role <> 'toolResult'
 """
 # Per READ_COLUMNS entry: usage is not read (previews are sanitised, which drops it) and an
-# empty `extra` comes back as NULL, which payload_from_values() treats the same and which needs
+# empty `extra` comes back as NULL, which MessageRow.payload() treats the same and which needs
 # no decoding.
 _LAST_N_COLUMNS = ", ".join(
     {"usage": "NULL", "extra": "NULLIF(m.extra, '{}'::jsonb)"}.get(c, f"m.{c}")
@@ -139,28 +165,30 @@ _JSON_COLUMNS = tuple(
 )
 
 
-def _last_rows_postgresql(wanted: list[Session], count: int) -> list[tuple]:
-    """(session_id, *READ_COLUMNS) rows without toolResult ones, grouped by session, in seq
-    order within each. jsonb arrives as text and is decoded here (orjson), several times cheaper
-    than model instances for a page of a thousand messages."""
+def _last_rows_postgresql(
+    wanted: list[Session | SessionRow], count: int
+) -> list[tuple[int, MessageRow]]:
+    """(session_id, row) without toolResult messages, grouped by session, in seq order within
+    each. jsonb arrives as text and is decoded here (orjson), several times cheaper than model
+    instances for a page of a thousand messages."""
     with connection.cursor() as cursor:
         cursor.execute(
             _LAST_N_LATERAL.format(columns=_LAST_N_COLUMNS), [[s.pk for s in wanted], count]
         )
         raw_rows = cursor.fetchall()
     raw_rows.sort(key=itemgetter(0, 1))
-    loads = orjson.loads
+    loads, new = orjson.loads, tuple.__new__
     rows = []
     for row in raw_rows:
-        values = list(row)
+        values = list(row[1:])
         for i in _JSON_COLUMNS:
-            if values[i + 1] is not None:
-                values[i + 1] = loads(values[i + 1])
-        rows.append(values)
+            if values[i] is not None:
+                values[i] = loads(values[i])
+        rows.append((row[0], new(MessageRow, values)))
     return rows
 
 
-def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dict]]:
+def last_messages(sessions: Iterable[Session | SessionRow], count: int) -> dict[int, list[dict]]:
     """For each session, its last `count` messages with toolResult messages removed afterwards
     (as OpenClaw does, so fewer than `count` may remain), sanitised. One query.
 
@@ -171,22 +199,24 @@ def last_messages(sessions: Iterable[Session], count: int) -> dict[int, list[dic
     found: dict[int, list[dict]] = {}
     if not wanted:
         return found
+    rows: Iterable[tuple[int, MessageRow]]
     if connection.vendor == "postgresql":
         rows = _last_rows_postgresql(wanted, count)
     else:
         ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - count) for s in wanted]
-        rows = (
+        values = (
             Message.objects.filter(reduce(or_, ranges))
             .exclude(role=TOOL_RESULT)
             .order_by("session_id", "seq")
             .values_list("session_id", *READ_COLUMNS)
         )
+        new = tuple.__new__
+        rows = ((v[0], new(MessageRow, v[1:])) for v in values)
     flags = sanitize.Flags()
     sanitize_message = sanitize.sanitize_message
-    scan_at = 1 + len(Message.TRANSCRIPT_COLUMNS)
-    for row in rows:
-        found.setdefault(row[0], []).append(
-            sanitize_message(payload_from_values(row[1:]), flags, scan=row[scan_at] is not False)
+    for session_id, row in rows:
+        found.setdefault(session_id, []).append(
+            sanitize_message(row.payload(), flags, scan=row.scan_needed)
         )
     return found
 
@@ -232,7 +262,7 @@ _CONTEXT_JSON_COLUMNS = tuple(
 )
 
 
-def export_jsonl(session: Session, *, batch_size: int = 1000):
+def export_jsonl(session: Session, *, batch_size: int = 1000) -> Iterator[str]:
     """The transcript as OpenClaw JSONL (reference §8.3): a session header, then one `message`
     entry per message chained by parentId. Streams in seq batches, so memory stays flat."""
     import json

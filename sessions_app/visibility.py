@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from django.db.models import Q
 
-from . import keys
+from openclaw_common import keys
 
 VISIBILITIES = ("self", "tree", "agent", "all")
 ACTIONS = {

@@ -7,6 +7,7 @@ the same sessions_app functions the API uses.
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 
@@ -17,6 +18,18 @@ from sessions_app import store
 from sessions_app.agents import upsert_agent
 from sessions_app.models import ApiKey, GatewayConfig, Session
 from tests.fake_openai import fake_openai  # noqa: F401  (a fixture, shared by every test module)
+
+
+def admin_groups() -> dict:
+    """The admin's Operators and Viewers groups, as the migrations make them. Made again here:
+    a transactional test's flush removes them (the migration's function is idempotent)."""
+    from django.apps import apps
+    from django.contrib.auth.models import Group
+
+    # The newest migration that defines the groups.
+    migration = importlib.import_module("sessions_app.migrations.0012_completion_permissions")
+    migration.create_groups(apps, None)
+    return {g.name: g for g in Group.objects.filter(name__in=["Operators", "Viewers"])}
 
 
 def make_agent(agent_id: str = "main", **data):

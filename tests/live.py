@@ -34,10 +34,11 @@ def test_database_url() -> str:
     return f"postgres://{user}@{host}:{port}/{settings['NAME']}"
 
 
-def child_env() -> dict:
+def child_env(**extra: str) -> dict:
     env = dict(os.environ)
     env["DATABASE_URL"] = test_database_url()
     env.pop("PYTEST_CURRENT_TEST", None)
+    env.update(extra)
     return env
 
 
@@ -108,13 +109,17 @@ class LiveServer:
             self.process.stderr.close()
 
 
-def start_server(*, worker: bool = False, timeout: float = 30) -> LiveServer:
+def start_server(*, worker: bool = False, timeout: float = 30, env=None) -> LiveServer:
     port = free_port()
     args = [sys.executable, "manage.py", "serve", "--port", str(port)]
     if not worker:
         args.append("--no-worker")
     process = subprocess.Popen(
-        args, cwd=ROOT, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        args,
+        cwd=ROOT,
+        env=child_env(**(env or {})),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     server = LiveServer(f"http://127.0.0.1:{port}", process)
     deadline = time.monotonic() + timeout

@@ -16,6 +16,7 @@ urlpatterns = [
         name="session-transcript",
     ),
     path("sessions/<str:key>/send/", async_views.session_send, name="session-send"),
+    path("sessions/<str:key>/abort/", views.SessionAbortView.as_view(), name="session-abort"),
     path("runs/<str:run_id>/", async_views.run_detail, name="run-detail"),
     path("runs/<str:run_id>/wait/", async_views.run_wait, name="run-wait"),
     path("runs/<str:run_id>/abort/", async_views.run_abort, name="run-abort"),

@@ -5,48 +5,47 @@ from __future__ import annotations
 import re
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import ParseError
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument
+
 from .. import agents as agents_mod
 from .. import config as config_mod
-from .. import keys, store, transcript
+from .. import store, transcript
 from ..args import Args
-from ..errors import InvalidArgument
-from ..identity import Requester, requester_for
+from ..identity import Requester
 from ..live import sse
 from ..live.subscribers import Followed
 from ..models import GatewayConfig
 from ..resolve import resolve_session
 from ..rows import session_row
-from ..tools import agents_list, sessions_list, sessions_spawn
+from ..runs import control
+from ..tools import agents_list as agents_list_tool
+from ..tools import sessions_list as sessions_list_tool
+from ..tools.agents_list import agents_list
 from ..tools.sessions_history import MAX_LIMIT, history_page
-from .renderers import FastJSONRenderer
-
-SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
-ERROR = {
-    400: OpenApiTypes.OBJECT,
-    401: OpenApiTypes.OBJECT,
-    403: OpenApiTypes.OBJECT,
-    404: OpenApiTypes.OBJECT,
-}
-KEY_PARAM = OpenApiParameter(
-    "key", str, OpenApiParameter.PATH, description="Session key, URL-encoded"
-)
-REQUESTER_HEADER = OpenApiParameter(
-    "X-OpenClaw-Session-Key",
-    str,
-    OpenApiParameter.HEADER,
-    required=False,
-    description="The session the caller acts as (default: the key's agent main session).",
+from ..tools.sessions_list import sessions_list
+from ..tools.sessions_spawn import sessions_spawn
+from . import http
+from .drf import FastJSONRenderer, json_body
+from .schema import (
+    ABORT_BODY,
+    APPEND_BODY,
+    INGEST_ENTRY,
+    REQUESTER_HEADER,
+    SESSION_KEY_PATH,
+    SESSION_PATCH,
+    operation,
+    query_parameters,
+    ref,
 )
 
 
 def requester_of(request) -> Requester:
-    return requester_for(request.auth, session_key=request.META.get(SESSION_HEADER))
+    return http.requester(request.auth, request)
 
 
 def query_args(request, *, list_names: tuple[str, ...] = ()) -> dict:
@@ -63,18 +62,6 @@ def query_args(request, *, list_names: tuple[str, ...] = ()) -> dict:
     return args
 
 
-def json_body(request):
-    """request.data, except that an empty body is refused as /tools/invoke refuses it.
-
-    DRF reads a body without content as {} and never calls the parser, so `PUT` with nothing
-    would otherwise reset an agent to its defaults.
-    """
-    data = request.data
-    if request.stream is None:
-        raise ParseError("request body is empty; send a JSON object")
-    return data
-
-
 def no_query_args(request) -> None:
     """Endpoints without query parameters still refuse unknown ones, as the tools do."""
     Args(query_args(request), frozenset(), tool="this endpoint")
@@ -89,22 +76,15 @@ def _row(session, requester_settings) -> dict:
 
 class SessionsView(APIView):
     @extend_schema(
-        operation_id="sessions_list",
-        parameters=[
-            REQUESTER_HEADER,
-            OpenApiParameter(
-                "kinds", str, many=True, description="main|group|cron|hook|node|other"
-            ),
-            OpenApiParameter("limit", int, description="Default 100, at most 200"),
-            OpenApiParameter("offset", int),
-            OpenApiParameter("activeMinutes", int),
-            OpenApiParameter("messageLimit", int, description="0–20"),
-            OpenApiParameter("agentId", str),
-            OpenApiParameter("label", str),
-            OpenApiParameter("search", str),
-            OpenApiParameter("archived", str, enum=["false", "true", "all"]),
-        ],
-        responses={200: OpenApiTypes.OBJECT, **ERROR},
+        **operation(
+            "sessions_list",
+            "List the sessions you can see (sessions_list)",
+            description=sessions_list_tool.DECLARATION.description
+            + " Query parameters are the tool's arguments; kinds may repeat or be comma-separated.",
+            parameters=[REQUESTER_HEADER, *query_parameters(sessions_list_tool.DECLARATION)],
+            response=ref("SessionsListResult"),
+            tags=("sessions",),
+        )
     )
     def get(self, request):
         return Response(
@@ -114,10 +94,17 @@ class SessionsView(APIView):
         )
 
     @extend_schema(
-        operation_id="sessions_ingest",
-        request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **ERROR},
-        description="Create or update a session from a sessions.json entry plus its `key` (ingest scope).",
+        **operation(
+            "sessions_ingest",
+            "Create or update a session (ingest)",
+            description="A sessions.json entry plus its `key` (api.md §3; ingest or operator "
+            "scope). 201 when it created the session, 200 when it updated it.",
+            request=INGEST_ENTRY,
+            response=OpenApiResponse(ref("SessionRow"), description="Updated."),
+            also={201: OpenApiResponse(ref("SessionRow"), description="Created.")},
+            errors=(413, 415),
+            tags=("sessions",),
+        )
     )
     def post(self, request):
         session, created = store.upsert_session(api_key=request.auth, entry=json_body(request))
@@ -127,7 +114,14 @@ class SessionsView(APIView):
 
 class SessionDetailView(APIView):
     @extend_schema(
-        parameters=[KEY_PARAM, REQUESTER_HEADER], responses={200: OpenApiTypes.OBJECT, **ERROR}
+        **operation(
+            "sessions_retrieve",
+            "Read one session's row",
+            parameters=[SESSION_KEY_PATH, REQUESTER_HEADER],
+            response=ref("SessionRow"),
+            errors=(404,),
+            tags=("sessions",),
+        )
     )
     def get(self, request, key: str):
         no_query_args(request)
@@ -136,11 +130,18 @@ class SessionDetailView(APIView):
         return Response(_row(session, requester.key_settings))
 
     @extend_schema(
-        parameters=[KEY_PARAM],
-        request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT, **ERROR},
-        description="OpenClaw sessions.patch: label, displayName, model, thinkingLevel, verboseLevel, "
-        'reasoningLevel, sendPolicy ("allow" | "deny" | "inherit" | null).',
+        **operation(
+            "sessions_patch",
+            "Change a session (sessions.patch)",
+            description="OpenClaw sessions.patch (ingest or operator scope): label, "
+            "displayName, model, thinkingLevel, verboseLevel, reasoningLevel, sendPolicy "
+            '("allow" | "deny" | "inherit" | null).',
+            parameters=[SESSION_KEY_PATH],
+            request=SESSION_PATCH,
+            response=ref("SessionRow"),
+            errors=(404, 413, 415),
+            tags=("sessions",),
+        )
     )
     def patch(self, request, key: str):
         session = store.patch_session(api_key=request.auth, key=key, changes=json_body(request))
@@ -152,23 +153,36 @@ class SessionHistoryView(APIView):
     renderer_classes = [FastJSONRenderer, sse.EventStreamRenderer]
 
     @extend_schema(
-        operation_id="sessions_history_page",
-        parameters=[
-            KEY_PARAM,
-            REQUESTER_HEADER,
-            OpenApiParameter("limit", int, description="Default 200, at most 1000"),
-            OpenApiParameter(
-                "cursor", str, description='Messages with seq below this ("n" or "seq:n")'
-            ),
-            OpenApiParameter("includeTools", bool),
-            OpenApiParameter(
-                "follow",
-                bool,
-                description="Stream as Server-Sent Events: the page, then each appended message "
-                "(also with `Accept: text/event-stream`; resume with `Last-Event-ID`).",
-            ),
-        ],
-        responses={200: OpenApiTypes.OBJECT, **ERROR},
+        **operation(
+            "sessions_history_page",
+            "Read a page of a session's transcript (or follow it live)",
+            description="Newest `limit` messages before `cursor`, oldest first, bounded and "
+            "sanitised like sessions_history. With follow=1 or `Accept: text/event-stream`: "
+            "Server-Sent Events (`event: history` with this page, then `event: message` per "
+            "appended message with `id: <seq>`; resume with Last-Event-ID). docs/live.md.",
+            parameters=[
+                SESSION_KEY_PATH,
+                REQUESTER_HEADER,
+                OpenApiParameter(
+                    "limit",
+                    {"type": "integer", "minimum": 1},
+                    description="Default 200, at most 1000.",
+                ),
+                OpenApiParameter(
+                    "cursor",
+                    {"type": "string", "maxLength": 40},
+                    description='Messages with seq below this ("n" or "seq:n"; see nextCursor).',
+                ),
+                OpenApiParameter("includeTools", bool, description="Include toolResult messages."),
+                OpenApiParameter("follow", bool, description="Stream as Server-Sent Events."),
+            ],
+            response={
+                (200, "application/json"): ref("HistoryPage"),
+                (200, "text/event-stream"): {"type": "string"},
+            },
+            errors=(404,),
+            tags=("sessions",),
+        )
     )
     def get(self, request, key: str):
         a = Args(query_args(request), self.ARGS, tool="history")
@@ -228,12 +242,64 @@ def parse_cursor(raw: str | None) -> int | None:
     return int(text)
 
 
+class SessionAbortView(APIView):
+    BODY = frozenset({"clearQueued", "cascade"})
+
+    @extend_schema(
+        **operation(
+            "sessions_abort",
+            "Stop a session's work, and its sub-agents'",
+            description="The session's running runs end as aborted (queued ones too with "
+            "clearQueued); with cascade (the default) every sub-agent below it is cancelled "
+            "and their results are not announced. A sub-agent's own requester still hears "
+            "that it was cancelled. Any key that may send to the session may stop it.",
+            parameters=[SESSION_KEY_PATH, REQUESTER_HEADER],
+            request=ABORT_BODY,
+            response=ref("AbortResult"),
+            errors=(404, 413, 415),
+            tags=("sessions",),
+        )
+    )
+    def post(self, request, key: str):
+        body = request.data if request.stream is not None else {}
+        a = Args(body, self.BODY, tool="abort")
+        clear_queued = a.boolean("clearQueued", default=False)
+        cascade = a.boolean("cascade", default=True)
+        requester = requester_of(request)
+        session = resolve_session(requester, key, action="send")
+        stopped = control.stop_session(
+            session,
+            reason=f"stopped by {requester.session_key} (sessions abort)",
+            clear_queued=clear_queued,
+            cascade=cascade,
+        )
+        return Response(
+            {
+                "ok": True,
+                "key": keys.display_key(session.key, requester.key_settings),
+                "status": "aborted" if stopped.own else "no-active-run",
+                "abortedRunIds": stopped.aborted_run_ids,
+                "endedTasks": stopped.ended_tasks,
+                "cancelledDescendants": stopped.descendants,
+            }
+        )
+
+
 class SessionMessagesView(APIView):
     @extend_schema(
-        parameters=[KEY_PARAM],
-        request=OpenApiTypes.OBJECT,
-        responses={201: OpenApiTypes.OBJECT, **ERROR},
-        description='Append raw transcript messages: {"messages": [...]} (ingest scope).',
+        **operation(
+            "sessions_messages_append",
+            "Append messages to a transcript (ingest)",
+            description='{"messages": [<transcript message>, …], "run"?: false} (ingest or '
+            'operator scope). With "run": true the agent\'s reply run starts, subject to the '
+            "send policy; an owner's standalone /send on|off|inherit sets the session's override.",
+            parameters=[SESSION_KEY_PATH],
+            request=APPEND_BODY,
+            response=ref("Appended"),
+            status=201,
+            errors=(404, 413, 415),
+            tags=("sessions",),
+        )
     )
     def post(self, request, key: str):
         return Response(
@@ -244,7 +310,16 @@ class SessionMessagesView(APIView):
 
 class TranscriptView(APIView):
     @extend_schema(
-        parameters=[KEY_PARAM, REQUESTER_HEADER], responses={200: OpenApiTypes.STR, **ERROR}
+        **operation(
+            "sessions_transcript",
+            "Download a transcript as JSONL",
+            description="OpenClaw's transcript file: a session header line, then one line per "
+            "message (what transcriptPath points to), streamed.",
+            parameters=[SESSION_KEY_PATH, REQUESTER_HEADER],
+            response={(200, "application/x-ndjson"): {"type": "string"}},
+            errors=(404,),
+            tags=("sessions",),
+        )
     )
     def get(self, request, key: str):
         no_query_args(request)
@@ -258,11 +333,17 @@ class TranscriptView(APIView):
 
 class SpawnView(APIView):
     @extend_schema(
-        operation_id="sessions_spawn",
-        parameters=[REQUESTER_HEADER],
-        request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT, **ERROR},
-        description="sessions_spawn: the tool's arguments as the body; never blocks.",
+        **operation(
+            "sessions_spawn",
+            "Start a sub-agent (sessions_spawn)",
+            description="The tool's arguments as the body; never blocks. A refusal is a 200 "
+            "with {status: error|forbidden, error}.",
+            parameters=[REQUESTER_HEADER],
+            request=ref("SessionsSpawnArgs"),
+            response=ref("SessionsSpawnResult"),
+            errors=(413, 415),
+            tags=("sessions",),
+        )
     )
     def post(self, request):
         return Response(sessions_spawn(requester=requester_of(request), args=json_body(request)))
@@ -270,9 +351,14 @@ class SpawnView(APIView):
 
 class AgentsView(APIView):
     @extend_schema(
-        operation_id="agents_list",
-        parameters=[REQUESTER_HEADER],
-        responses={200: OpenApiTypes.OBJECT, **ERROR},
+        **operation(
+            "agents_list",
+            "List the agents you may spawn under (agents_list)",
+            description=agents_list_tool.DECLARATION.description,
+            parameters=[REQUESTER_HEADER],
+            response=ref("AgentsListResult"),
+            tags=("agents",),
+        )
     )
     def get(self, request):
         return Response(agents_list(requester=requester_of(request), args=query_args(request)))
@@ -280,8 +366,20 @@ class AgentsView(APIView):
 
 class AgentDetailView(APIView):
     @extend_schema(
-        request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT, **ERROR},
+        **operation(
+            "agents_put",
+            "Create or replace an agent (operator)",
+            description="Its name, description, model, backend, subagents.allowAgents, "
+            "sandboxed and tools {allow, deny}; fields left out take their defaults.",
+            parameters=[
+                OpenApiParameter("agent_id", str, OpenApiParameter.PATH, description="Agent id.")
+            ],
+            request=ref("Agent"),
+            response=OpenApiResponse(ref("Agent"), description="Replaced."),
+            also={201: OpenApiResponse(ref("Agent"), description="Created.")},
+            errors=(413, 415),
+            tags=("agents",),
+        )
     )
     def put(self, request, agent_id: str):
         agent, created = agents_mod.upsert_agent(
@@ -291,13 +389,31 @@ class AgentDetailView(APIView):
 
 
 class ConfigView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERROR})
+    @extend_schema(
+        **operation(
+            "config_retrieve",
+            "Read the gateway settings (operator)",
+            response=ref("Config"),
+            tags=("config",),
+        )
+    )
     def get(self, request):
         store.require_scope(request.auth, "operator")
         no_query_args(request)
         return Response(config_mod.as_dict(GatewayConfig.load()))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, **ERROR})
+    @extend_schema(
+        **operation(
+            "config_patch",
+            "Change gateway settings (operator)",
+            description="Any subset of the settings by their OpenClaw path; unknown paths and "
+            "out-of-range values are a 400 and nothing is changed.",
+            request=ref("Config"),
+            response=ref("Config"),
+            errors=(413, 415),
+            tags=("config",),
+        )
+    )
     def patch(self, request):
         return Response(
             config_mod.as_dict(

@@ -30,13 +30,13 @@ from django.db import DatabaseError, close_old_connections
 from django.http import parse_cookie
 from django.http.request import split_domain_port, validate_host
 
-from .. import keys
-from ..errors import AccessDenied, InvalidArgument, ToolError
-from ..identity import requester_for, requester_for_user
+from openclaw_common import keys
+from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Unauthenticated
+
+from ..identity import authenticate, requester_for, requester_for_user
 from ..models import ApiKey
 from ..resolve import canonical_for, resolve_session
-from ..tools.sessions_history import sessions_history
-from ..tools.sessions_list import sessions_list
+from ..tools import TOOLS
 from . import limits
 from .hub import Hub
 from .subscribers import Close, Event, Followed, Subscriber
@@ -204,12 +204,11 @@ class Connection:
         return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
     async def authenticate_key(self, authorization: str, session_key: str | None) -> None:
-        from ..api.auth import api_key_from_header
-
         def identify():
-            api_key = api_key_from_header(authorization)
-            if api_key is None:
-                raise RequestError("unauthorized", "Invalid or revoked API key")
+            try:
+                api_key = authenticate(authorization)
+            except Unauthenticated as exc:
+                raise RequestError("unauthorized", exc.message) from None
             if api_key.scope == ApiKey.INGEST:
                 raise RequestError("forbidden", "An ingest key cannot subscribe to sessions")
             try:
@@ -353,11 +352,17 @@ class Connection:
                 return {"key": followed.key, "unsubscribed": True}
         return {"key": params["key"], "unsubscribed": False}
 
-    async def sessions_list(self, params: dict) -> dict:
-        return await in_thread(sessions_list)(requester=self.subscriber.requester, args=params)
 
-    async def chat_history(self, params: dict) -> dict:
-        return await in_thread(sessions_history)(requester=self.subscriber.requester, args=params)
+def tool_rpc(name: str):
+    """The gateway RPC of a tool that declares one (`sessions.list`, `chat.history`): its params
+    are the tool's arguments; a refusal is an error frame."""
+
+    async def call(connection: Connection, params: dict) -> dict:
+        return await TOOLS.invoke(
+            name, requester=connection.subscriber.requester, args=params, in_thread=in_thread
+        )
+
+    return call
 
 
 METHODS = {
@@ -365,8 +370,7 @@ METHODS = {
     "sessions.unsubscribe": Connection.sessions_unsubscribe,
     "sessions.messages.subscribe": Connection.messages_subscribe,
     "sessions.messages.unsubscribe": Connection.messages_unsubscribe,
-    "sessions.list": Connection.sessions_list,
-    "chat.history": Connection.chat_history,
+    **{t.declaration.rpc: tool_rpc(t.name) for t in TOOLS if t.declaration.rpc},
 }
 
 

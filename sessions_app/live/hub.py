@@ -26,13 +26,15 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
+from typing import NamedTuple
 
 import orjson
 from django.conf import settings
 from django.db import close_old_connections
 
-from .. import keys, rows, sanitize, transcript, visibility
+from openclaw_common import keys
+
+from .. import rows, sanitize, transcript, visibility
 from ..models import Agent, ApiKey, GatewayConfig, Message, Session, now_ms
 from ..resolve import forbidden_text
 from ..visibility import can_list
@@ -46,6 +48,14 @@ log = logging.getLogger("openclaw.live")
 LOOKBACK_MS = 5000
 TOOL_RESULT = transcript.TOOL_RESULT
 _ROW_FIELDS = (*rows.ROW_FIELDS, "changed_ms", "change_reason")
+
+
+class ChangedSession(NamedTuple):
+    """A session whose changed_ms moved, with its `sessions.changed` event serialised once."""
+
+    row: rows.SessionRow
+    changed_ms: int
+    payload: str
 
 
 class Hub:
@@ -242,10 +252,10 @@ class Hub:
                 self.latest_seq[pk] = max(self.latest_seq.get(pk, 0), latest)
         for pk, events in result["messages"].items():
             self._hand_out(pk, events)
-        for row, payload in result["changes"]:
-            if row.changed_ms <= max(self.changes_since, self.seen_changes.get(row.pk, 0)):
+        for row, changed_ms, payload in result["changes"]:
+            if changed_ms <= max(self.changes_since, self.seen_changes.get(row.pk, 0)):
                 continue
-            self.seen_changes[row.pk] = row.changed_ms
+            self.seen_changes[row.pk] = changed_ms
             event = Event("sessions.changed", payload)
             for subscriber in list(self.change_subscribers):
                 if _visible(subscriber, row) and not subscriber.offer(event):
@@ -374,22 +384,24 @@ def _read(unknown: dict, wanted: dict, display_keys: dict, changed_pks, sweep_si
         close_old_connections()
 
 
-def _changed_rows(queryset) -> list[tuple]:
-    """(row, event payload) for each session: the sessions_list row, serialised once."""
+def _changed_rows(queryset) -> list[ChangedSession]:
+    """Each session with its sessions_list row, as the event carries it."""
     settings_ = GatewayConfig.load().key_settings
+    make = rows.SessionRow._make
     out = []
-    for values in queryset.order_by("changed_ms").values(*_ROW_FIELDS)[:1000]:
-        row = SimpleNamespace(**values, pk=values["id"], archived=values["archived_at"] is not None)
+    for values in queryset.order_by("changed_ms").values_list(*_ROW_FIELDS)[:1000]:
+        row = make(values[:-2] + ((),))  # no children: the event's row does not list them
+        changed_ms, reason = values[-2:]
         payload = {
             "key": keys.display_key(row.key, settings_),
-            "reason": row.change_reason or "updated",
+            "reason": reason or "updated",
             "session": rows.session_row(row, settings=settings_),
         }
-        out.append((row, orjson.dumps(payload).decode()))
+        out.append(ChangedSession(row, changed_ms, orjson.dumps(payload).decode()))
     return out
 
 
-def _visible(subscriber: Subscriber, row) -> bool:
+def _visible(subscriber: Subscriber, row: rows.SessionRow) -> bool:
     return can_list(
         subscriber.policy, key=row.key, agent_id=row.agent_id, spawned_by=row.spawned_by
     )
@@ -400,22 +412,16 @@ def _message_events(
 ) -> list[tuple[int, str, Event]]:
     """(seq, role, event) for messages after `after`: projected and sanitised once, as
     sessions_history does, and serialised once for every client."""
-    found = (
-        Message.objects.filter(session_id=session_pk, seq__gt=after)
-        .order_by("seq")
-        .values_list(*transcript.READ_COLUMNS)[:limit]
+    found = transcript.message_rows(
+        Message.objects.filter(session_id=session_pk, seq__gt=after).order_by("seq")[:limit]
     )
     out = []
     for row in found:
         if session_key is None:
             key = Session.objects.values_list("key", flat=True).get(pk=session_pk)
             session_key = keys.display_key(key, GatewayConfig.load().key_settings)
-        message = sanitize.sanitize_message(
-            transcript.payload_from_values(row),
-            sanitize.Flags(),
-            scan=transcript.scan_needed(row),
-        )
-        seq = row[0]
+        message = sanitize.sanitize_message(row.payload(), sanitize.Flags(), scan=row.scan_needed)
+        seq = row.seq
         payload = orjson.dumps({"sessionKey": session_key, "messageSeq": seq, "message": message})
         if len(payload) > limits.get("MAX_EVENT_BYTES"):
             payload = orjson.dumps(

@@ -23,7 +23,8 @@ import orjson
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
-from ..errors import InvalidArgument
+from openclaw_common.errors import InvalidArgument
+
 from ..identity import Requester
 from ..jsontext import dumps_bytes
 from . import limits

@@ -29,8 +29,12 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from ..models import GatewayConfig
 
 ATTACHMENTS_DIR = PurePosixPath(".openclaw", "attachments")
 MANIFEST_NAME = ".manifest.json"
@@ -76,7 +80,7 @@ class AttachmentLimits:
     max_file_bytes: int
 
     @classmethod
-    def from_config(cls, config) -> AttachmentLimits:
+    def from_config(cls, config: GatewayConfig) -> AttachmentLimits:
         """Read the `attachments_*` fields of a GatewayConfig."""
         return cls(
             enabled=config.attachments_enabled,
@@ -187,7 +191,7 @@ def _error(message: str) -> AttachmentRefused:
     return AttachmentRefused("error", message)
 
 
-def _prepare(attachments, limits: AttachmentLimits) -> list[tuple[str, bytes]]:
+def _prepare(attachments: list[Any], limits: AttachmentLimits) -> list[tuple[str, bytes]]:
     """Check every item in order (OpenClaw's order) and return (name, bytes) pairs."""
     seen: set[str] = set()
     prepared: list[tuple[str, bytes]] = []
@@ -286,7 +290,7 @@ def _write(prepared: list[tuple[str, bytes]], workspace: Path) -> Staged:
 
     try:
         os.chmod(abs_dir, 0o700)  # mkdir's mode is filtered by the umask
-        files = []
+        files: list[dict[str, Any]] = []
         for name, data in prepared:
             _write_exclusive(abs_dir / name, data)
             files.append({"name": name, "bytes": len(data), "sha256": _sha256(data)})

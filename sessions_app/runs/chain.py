@@ -1,5 +1,12 @@
 """Loop safety (beyond OpenClaw): every send and spawn carries a chain id and the agents it passed
-through; a hop back to an earlier agent (A→B→C→A) is refused, and a chain has a turn cap."""
+through; a hop back to an earlier agent (A→B→C→A) is refused, and a chain has a turn cap.
+
+The cap (`session.agentToAgent.maxChainTurns`) bounds one conversation between agents: a send,
+its reply steps and announce, and the sends those turns make. A spawn starts a chain of its own
+for the child (same path, so loops are still refused): sub-agent trees are bounded by 9.6's
+limits (maxSpawnDepth, maxChildrenPerAgent, maxConcurrent) instead, so a fan-out of 50 children
+is not mistaken for a 50-turn conversation. A completion turn is a new stimulus for its
+requester, like a person's message: it starts a chain too, on the requester's path."""
 
 from __future__ import annotations
 
@@ -7,7 +14,8 @@ import contextvars
 import uuid
 from dataclasses import dataclass
 
-from ..errors import Forbidden
+from openclaw_common.errors import Forbidden
+
 from ..models import GatewayConfig, Run
 
 # The run whose agent is calling a tool right now (set by the engine around a backend turn), so
@@ -31,9 +39,12 @@ def continue_chain(run: Run) -> Chain:
     return Chain(run.chain_id, tuple(run.chain_agents))
 
 
-def next_hop(*, tool: str, from_agent: str, to_agent: str, config: GatewayConfig) -> Chain:
+def next_hop(
+    *, tool: str, from_agent: str, to_agent: str, config: GatewayConfig, spawn: bool = False
+) -> Chain:
     """The chain for a new hop from `from_agent` to `to_agent`. Raises Forbidden on a loop or
-    when the chain has used its turns. Outside a run, a new chain starts."""
+    (a send) when the chain has used its turns. Outside a run, a new chain starts; a spawn
+    always starts one, on the extended path."""
     parent = current_run.get()
     if parent is None:
         return Chain(
@@ -43,8 +54,19 @@ def next_hop(*, tool: str, from_agent: str, to_agent: str, config: GatewayConfig
     if to_agent != from_agent and to_agent in path:
         loop = " → ".join((*path, to_agent))
         raise Forbidden(f"{tool} refused: this hop would close an agent loop ({loop})")
+    hop = path if path[-1] == to_agent else (*path, to_agent)
+    if spawn:
+        return Chain(uuid.uuid4(), hop)
     check_turns(parent.chain_id, config=config, tool=tool)
-    return Chain(parent.chain_id, path if path[-1] == to_agent else (*path, to_agent))
+    return Chain(parent.chain_id, hop)
+
+
+def requester_chain(spawner: Run | None, agent_id: str) -> Chain:
+    """A new chain for a turn the system gives a requester (a completion turn), on the path of
+    the requester's run that spawned the child, or starting at the requester's agent."""
+    if spawner is not None and spawner.chain_agents:
+        return Chain(uuid.uuid4(), tuple(spawner.chain_agents))
+    return Chain(uuid.uuid4(), (agent_id,))
 
 
 def turns_used(chain_id: uuid.UUID) -> int:

@@ -15,19 +15,26 @@ import os
 import socket
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
+from typing import TypeVar
 
 from django.db import OperationalError, close_old_connections, connection, transaction
 from django.utils import timezone
 
+from openclaw_common import taskqueue
+from openclaw_common.errors import Refusal, ToolError
+
 from .. import rawsql, store
-from ..errors import Refusal, ToolError
 from ..identity import requester_for_session
 from ..models import Agent, Run, Session
-from . import notify
+from . import completions, flows, lanes, notify
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
 from .chain import Chain, current_run
+from .flow_state import Flow, FollowUp
+from .subagent_limits import is_orchestrator
 
 log = logging.getLogger("openclaw.runs")
 
@@ -40,25 +47,8 @@ CONTEXT_MESSAGES = 50
 # --- starting ---------------------------------------------------------------------------------
 
 
-_broker: tuple[int, object] | None = None  # (pid, broker): a forked worker makes its own
-
-
-def task_broker():
-    """The django-q broker of this process. async_task() would build a new one for every task,
-    and with Redis that is a new client and TCP connection per enqueue; redis-py's client is
-    thread-safe and the ORM broker holds no connection of its own, so one per process serves."""
-    global _broker
-    if _broker is None or _broker[0] != os.getpid():
-        from django_q.brokers import get_broker
-
-        _broker = (os.getpid(), get_broker())
-    return _broker[1]
-
-
-def enqueue(run_id) -> None:
-    from django_q.tasks import async_task
-
-    async_task(TASK, str(run_id), q_options={"task_name": f"run-{run_id}", "broker": task_broker()})
+def enqueue(run: Run) -> None:
+    lanes.enqueue(run)
 
 
 def start_run(
@@ -72,32 +62,38 @@ def start_run(
     requester_channel: str = "",
     extra_system_prompt: str = "",
     parent_run: Run | None = None,
-    flow: dict | None = None,
+    flow: Flow | None = None,
     timeout_seconds: int = 0,
     model: str = "",
     label: str = "",
     idempotency_key: str = "",
     deliver: bool = False,
+    serial: bool = False,
+    task_run: Run | None = None,
 ) -> Run:
     """Append the input message and create a queued run; the task is enqueued after commit.
 
     `message` None means the input is already in the transcript (ingest with run=true).
+    `flow`: what the run's follow-ups need (flow_state.Flow). `serial`: the run waits for the
+    session's older runs in flight, and its input is appended when it starts (lanes.py).
+    `task_run`: the sub-agent task this turn continues.
     """
     assert transaction.get_connection().in_atomic_block, "start_run needs the caller's transaction"
-    queued = [Session.run_status_set(Run.SESSION_STATUS[Run.QUEUED])]
-    if message is not None:
-        payload = {"role": "user", "content": message}
-        if provenance:
-            payload["provenance"] = provenance
-        # The same UPDATE shows the run as queued on the session.
-        input_seq, _ = store.append_to_session(
-            session, [store.read_message(0, payload)], also=queued, reason="run"
-        )
+    input_seq: int | None
+    if serial:
+        input_seq = None  # appended when the run starts (lanes.start_serial)
+        session.show_run_queued()
+    elif message is not None:
+        input_seq = store.append_run_input(session, message, provenance=provenance)
     else:
         input_seq = session.last_seq or None
-        Session.update_sets(session.pk, queued, "run")
+        session.show_run_queued()
     now = timezone.now()
     run = Run.objects.create(
+        lane=Run.SUBAGENT_LANE if session.spawn_depth > 0 else Run.MAIN_LANE,
+        serial=serial,
+        input_provenance=provenance if serial else None,
+        task_run=task_run,
         session=session,
         kind=kind,
         requester_key=requester_key,
@@ -108,7 +104,7 @@ def start_run(
         extra_system_prompt=extra_system_prompt,
         model=model,
         label=label,
-        flow=flow or {},
+        flow=flow.to_json() if flow is not None else {},
         deliver=deliver,
         timeout_seconds=timeout_seconds,
         deadline=now + timedelta(seconds=timeout_seconds) if timeout_seconds else None,
@@ -118,10 +114,10 @@ def start_run(
     )
     followups = _followups.get()
     # Committed, never before: a rolled-back start leaves nothing to run.
-    transaction.on_commit(
-        partial(followups.append, run) if followups is not None else partial(enqueue, run.id),
-        robust=True,
-    )
+    if followups is not None:
+        taskqueue.after_commit(followups.append, run)
+    else:
+        taskqueue.after_commit(enqueue, run)
     return run
 
 
@@ -147,12 +143,12 @@ class Heartbeat:
     """Stamps heartbeat_at every few seconds from a thread while the turn runs, so the sweeper can
     tell a slow model call from a dead worker. Dies with the process, which is the point."""
 
-    def __init__(self, run_id):
+    def __init__(self, run_id: uuid.UUID) -> None:
         self.run_id = run_id
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{run_id}")
 
-    def _beat(self):
+    def _beat(self) -> None:
         try:
             while not self.stopped.wait(HEARTBEAT_SECONDS):
                 Run.objects.filter(pk=self.run_id, status=Run.RUNNING).update(
@@ -161,16 +157,16 @@ class Heartbeat:
         finally:
             connection.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Heartbeat:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.stopped.set()
         self.thread.join(timeout=HEARTBEAT_SECONDS + 1)
 
 
-def execute_run(run_id: str) -> str:
+def execute_run(run_id: str, lane: str = Run.MAIN_LANE) -> str:
     """Execute one run, then the follow-up runs it started (see _followups). Safe to call twice
     (a redelivered task): only a queued run is claimed."""
     started = time.monotonic()
@@ -179,31 +175,40 @@ def execute_run(run_id: str) -> str:
     pending: list[Run] = []
     token = _followups.set(pending)
     try:
-        outcome = _execute_one(run_id)
+        outcome = _execute_one(run_id, lane)
         while pending and time.monotonic() - started < FOLLOW_UP_INLINE_SECONDS:
-            _execute_one(pending.pop(0))
+            follow_up = pending.pop(0)
+            _execute_one(follow_up, follow_up.lane)
     finally:
         _followups.reset(token)
         for later in pending:  # past the budget, or after an error: a task each, as usual
             try:
-                enqueue(later.pk)
+                enqueue(later)
             except Exception:  # the sweeper re-enqueues runs that stay queued
                 log.warning("could not enqueue follow-up run %s", later.pk, exc_info=True)
     return outcome
 
 
-def _execute_one(run: Run | str) -> str:
+def _execute_one(run: Run | str, lane: str) -> str:
     """Claim and execute one run, given by id (a task) or as the Run a finishing transaction
     created moments ago (a follow-up: its row and its session's are as that transaction left
-    them, so they are not read again)."""
+    them, so they are not read again). A run that may not start yet (lanes.py) is deferred."""
     run_id = run.pk if isinstance(run, Run) else run
-    claimed_at = Run.claim(run_id, worker=worker_name())
+    claimed_at = lanes.claim(run_id, worker=worker_name(), lane=lane)
     if not claimed_at:
-        return "skipped"
+        if not lanes.defer(run_id):
+            return "skipped"  # not queued: done, or another worker has it
+        # A finish may have committed between the claim and the mark, and missed the mark:
+        # one more try, now that whoever finishes next will see it.
+        claimed_at = lanes.claim(run_id, worker=worker_name(), lane=lane)
+        if not claimed_at:
+            return "deferred"
     if isinstance(run, Run):
         run.set_claimed(claimed_at, worker=worker_name())
     else:
         run = Run.objects.select_related("session", "session__agent").get(pk=run_id)
+    if run.serial:
+        lanes.start_serial(run)
     if run.deadline and timezone.now() >= run.deadline:
         finish_run(run, Run.TIMEOUT, error=timeout_text(run))
         return Run.TIMEOUT
@@ -240,10 +245,29 @@ def run_turn(run: Run) -> TurnOutput:
     # Runs the turn's own tool calls start (sessions_send, sessions_spawn) are enqueued at once,
     # to run beside this one: only the finishing transaction's follow-ups wait for this task.
     token = _followups.set(None)
+    notes: dict[str, str] = {}
+    notes_token = _turn_notes.set(notes)
     try:
-        return _run_turn(run)
+        output = _run_turn(run)
     finally:
+        _turn_notes.reset(notes_token)
         _followups.reset(token)
+    if run.yielded and notes.get("acknowledgment"):
+        # sessions_yield's waiting reply (9.6 §1.7): the turn's last words.
+        output.messages.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": notes["acknowledgment"]}],
+                "stopReason": "stop",
+            }
+        )
+    return output
+
+
+# What a turn's tool calls tell the engine about the turn (sessions_yield's acknowledgment).
+_turn_notes: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "openclaw_turn_notes", default=None
+)
 
 
 def _run_turn(run: Run) -> TurnOutput:
@@ -259,7 +283,12 @@ def _run_turn(run: Run) -> TurnOutput:
         backend=agent.backend or {"type": "scripted"},
         messages=recent_messages(session, up_to=run.input_seq),
         extra_system_prompt=run.extra_system_prompt,
-        tools=tools_for(agent.tools_allow, agent.tools_deny, is_subagent=session.spawn_depth > 0),
+        tools=tools_for(
+            agent.tools_allow,
+            agent.tools_deny,
+            is_subagent=session.spawn_depth > 0,
+            orchestrator=is_orchestrator(session),
+        ),
     )
     return get_backend(turn.backend).run(
         turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
@@ -274,12 +303,12 @@ def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
     return context_messages(session.pk, up_to=up_to, limit=CONTEXT_MESSAGES)
 
 
-def abort_checker(run: Run):
+def abort_checker(run: Run) -> Callable[[], None]:
     # The run was claimed (queued → running) just before the turn started: the first check
     # within ABORT_CHECK_SECONDS of that needs no query.
     state = {"checked": time.monotonic()}
 
-    def check_abort():
+    def check_abort() -> None:
         if run.deadline and timezone.now() >= run.deadline:
             raise TurnAborted("timeout")
         now = time.monotonic()
@@ -294,15 +323,17 @@ def abort_checker(run: Run):
 
 
 def call_tool(run: Run, name: str, arguments: dict) -> dict:
-    """A tool call made by the run's agent, as its own session, extending the run's chain."""
+    """A tool call made by the run's agent, as its own session, extending the run's chain.
+    Refusals and bad arguments come back to the model as {status, error} results."""
     from ..tools import TOOLS
 
-    tool = TOOLS.get(name)
-    if tool is None:
-        return {"status": "error", "error": f"Tool not available: {name}"}
     token = current_run.set(run)
     try:
-        return tool(requester=requester_for_session(run.session), args=arguments)
+        details = TOOLS.call(name, requester=requester_for_session(run.session), args=arguments)
+        notes = _turn_notes.get()
+        if notes is not None and details.get("status") == "yielded":
+            notes["acknowledgment"] = str(details.get("acknowledgment") or "")
+        return details
     except Refusal as exc:
         return {"status": exc.status, "error": exc.message}
     except ToolError as exc:
@@ -314,9 +345,10 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
 # --- finishing --------------------------------------------------------------------------------
 
 RETRIES = 5
+T = TypeVar("T")
 
 
-def retrying(operation):
+def retrying(operation: Callable[[], T]) -> T:
     """Run a finishing transaction again when the database refuses it for contention.
 
     Follow-ups lock a second session (the requester's, for a reply step) while another run's
@@ -344,8 +376,8 @@ def lock_sessions(run: Run) -> dict[str, Session]:
 
     Returns them by key, read under the lock, so the follow-ups need no lookup, and makes the
     fresh row the run's session (keeping its loaded agent)."""
-    flow = run.flow or {}
-    wanted = [k for k in (flow.get("requester"), flow.get("target")) if k]
+    flow = Flow.from_json(run.flow)
+    wanted = [k for k in (flow.requester, flow.target) if k]
     # A raw query (see rawsql): no queryset to build, the model's own column conversions.
     # SQLite has no FOR UPDATE: its IMMEDIATE transactions serialise writers, so nothing moves
     # under us there either.
@@ -375,32 +407,17 @@ def complete_run(run: Run, output: TurnOutput) -> str:
         )
         return Run.ERROR
 
-    def store_reply():
+    def store_reply() -> str:
         # Messages are rebuilt on each attempt: a rolled-back attempt may have given them seqs.
         messages = [store.read_message(i, m) for i, m in enumerate(output.messages)]
         with transaction.atomic():
             sessions = lock_sessions(run)
-            # The session is locked, so the reply's last seq is known before it is appended, and
-            # the run's finishing UPDATE records it too.
-            reply_seq = run.session.last_seq + len(messages) if messages else None
-            finished = run.mark_finished(
-                Run.OK,
-                reply=output.reply,
-                usage=output.usage or None,
-                reply_seq=reply_seq,
-                show_on_session=not messages,
-            )
-            if not finished:
+            usage = output.usage or None
+            if not store.finish_run_with_reply(run, messages, reply=output.reply, usage=usage):
                 return "discarded"
-            if messages:
-                # One UPDATE of the session: the reply's seqs, the run status and the usage.
-                _, last = store.append_to_session(
-                    run.session, messages, also=run.session_sets(), reason="run"
-                )
-                assert last == reply_seq, (last, reply_seq)
             # Before after_finish(): on-commit callbacks run in order, so the waiter's hint goes
             # out before the follow-up runs are enqueued.
-            transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
+            taskqueue.after_commit(notify.run_finished, run.id)
             after_finish(run, sessions)
         return Run.OK
 
@@ -410,12 +427,12 @@ def complete_run(run: Run, output: TurnOutput) -> str:
 def finish_run(run: Run, status: str, *, error: str = "") -> bool:
     """End a run that produced no reply (error, timeout, aborted) and run its follow-ups."""
 
-    def finish():
+    def finish() -> bool:
         with transaction.atomic():
             sessions = lock_sessions(run)
             if not run.mark_finished(status, error=error):
                 return False
-            transaction.on_commit(partial(notify.run_finished, run.id), robust=True)
+            taskqueue.after_commit(notify.run_finished, run.id)
             after_finish(run, sessions)
         return True
 
@@ -427,8 +444,22 @@ def abort_run(run: Run) -> bool:
     return finish_run(run, Run.ABORTED, error="aborted")
 
 
-def after_finish(run: Run, sessions: dict[str, Session]) -> None:
-    """Follow-up steps, in the finishing transaction (so they are never lost between steps)."""
-    from . import flows
+def start_follow_up(follow_up: FollowUp) -> Run:
+    """Start a run flows.py or completions.py asked for (in the caller's transaction)."""
+    run = start_run(**follow_up.start_run_arguments())
+    completions.mark_carried(run)
+    return run
 
-    flows.after_finish(run, sessions)
+
+def after_finish(run: Run, sessions: dict[str, Session]) -> None:
+    """Follow-up steps, in the finishing transaction (so they are never lost between steps):
+    flows says which runs to start next, in order, and this starts them; then the runs this
+    finish lets start (lanes.kick) go after them."""
+    for follow_up in flows.after_finish(run, sessions):
+        start_follow_up(follow_up)
+    for ready in lanes.kick(run, run.session):
+        followups = _followups.get()
+        if followups is not None:
+            taskqueue.after_commit(followups.append, ready)
+        else:
+            taskqueue.after_commit(enqueue, ready)

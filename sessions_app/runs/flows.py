@@ -1,65 +1,77 @@
 """What happens after a run finishes (reference §4.5, §5.3): the agent-to-agent reply loop and
 announce step of sessions_send, the announce step and report of sessions_spawn, and delivery of
-an ingest reply. Each step is a new run, created in the finishing run's transaction."""
+an ingest reply. Each step is a new run: after_finish() returns them as data and the engine
+starts them in the finishing run's transaction (so this module never imports the engine)."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from .. import store
+from ..delivery import enqueue_delivery
 from ..models import GatewayConfig, Message, Run, Session
 from ..rows import transcript_path
-from . import prompts
+from . import completions, prompts, webhooks
 from .backends import ANNOUNCE_SKIP, REPLY_SKIP
 from .chain import continue_chain, turns_used
+from .flow_state import A2A, SPAWN, SUBAGENT_ANNOUNCE, Flow, FollowUp
 from .provenance import inter_session
 
 log = logging.getLogger("openclaw.runs")
 
 
-def after_finish(run: Run, known: dict[str, Session]) -> None:
-    """`known`: the sessions the finishing transaction locked (the run's own, the flow's
+def after_finish(run: Run, known: dict[str, Session]) -> list[FollowUp]:
+    """The follow-up runs to start, in order: the engine starts them in the finishing
+    transaction. The rest (deliveries, the sub-agent report, a cleanup) is done here.
+
+    `known`: the sessions the finishing transaction locked (the run's own, the flow's
     requester and target), by key, so follow-ups on them need no lookup."""
-    flow = run.flow or {}
-    kind = flow.get("type")
-    if kind == "a2a":
+    flow = Flow.from_json(run.flow)
+    if run.kind == "completion":
+        completions.turn_finished(run)
+    if flow.type == A2A:
         if run.kind == "send":
-            _a2a_after_primary(run, flow, known)
-        elif run.kind == "step":
-            _a2a_after_step(run, flow, known)
-        elif run.kind == "announce":
-            _a2a_after_announce(run, flow)
-    elif kind == "spawn":
-        _spawn_after_child(run, flow)
-    elif kind == "subagent_announce":
+            return _a2a_after_primary(run, flow, known)
+        if run.kind == "step":
+            return _a2a_after_step(run, flow, known)
+        if run.kind == "announce":
+            _a2a_after_announce(run)
+        return []
+    if flow.type == SPAWN:
+        if run.yielded:
+            return []  # the task goes on: after its children settle, or a continuation
+        # The requester's completion turn first: it is what the parent waits for. A stopped
+        # tree announces nothing.
+        turns = completions.task_ended(run, flow, known)
+        return turns if completions.dismissing.get() else [*turns, _spawn_announce(run, flow)]
+    if flow.type == SUBAGENT_ANNOUNCE:
         _spawn_after_announce(run, flow, known)
     elif run.kind == "ingest":
         _deliver_reply(run)
+    return []
 
 
-def _deliver(session: Session, text: str, *, kind: str, run: Run):
-    from policies_app.delivery import enqueue_delivery
-
-    return enqueue_delivery(session=session, text=text, kind=kind, run=run)
+def _reply_of(run: Run) -> str:
+    return run.reply.strip() if run.status == Run.OK else ""
 
 
 # --- sessions_send: reply loop and announce -------------------------------------------------------
 
 
-def _a2a_after_primary(run: Run, flow: dict, known: dict[str, Session]) -> None:
-    reply = run.reply.strip() if run.status == Run.OK else ""
+def _a2a_after_primary(run: Run, flow: Flow, known: dict[str, Session]) -> list[FollowUp]:
+    webhooks.finished(run, kind="send", requester=session_by_key(flow.requester or "", known))
+    reply = _reply_of(run)
     if not reply:
-        return  # no reply: no ping-pong and no announce (reference §4.5 step 1)
-    flow = {**flow, "round1": reply, "latest": reply, "turn": 0}
-    _a2a_next(run, flow, known)
+        return []  # no reply: no ping-pong and no announce (reference §4.5 step 1)
+    return _a2a_next(run, replace(flow, round1=reply, latest=reply, turn=0), known)
 
 
-def _a2a_after_step(run: Run, flow: dict, known: dict[str, Session]) -> None:
-    reply = run.reply.strip() if run.status == Run.OK else ""
+def _a2a_after_step(run: Run, flow: Flow, known: dict[str, Session]) -> list[FollowUp]:
+    reply = _reply_of(run)
     if not reply or reply == REPLY_SKIP:
-        _a2a_announce(run, flow, known)
-        return
-    _a2a_next(run, {**flow, "latest": reply}, known)
+        return _a2a_announce(run, flow, known)
+    return _a2a_next(run, replace(flow, latest=reply), known)
 
 
 def session_by_key(key: str, known: dict[str, Session]) -> Session | None:
@@ -69,10 +81,11 @@ def session_by_key(key: str, known: dict[str, Session]) -> Session | None:
     return session if session is not None else Session.objects.filter(key=key).first()
 
 
-def _a2a_next(run: Run, flow: dict, known: dict[str, Session]) -> None:
-    requester, target = flow.get("requester") or "", flow["target"]
-    turn = int(flow.get("turn") or 0) + 1
-    max_turns = int(flow.get("maxTurns") or 0)
+def _a2a_next(run: Run, flow: Flow, known: dict[str, Session]) -> list[FollowUp]:
+    """The next reply step (the requester and the target speak in turn), or the announce."""
+    requester, target = flow.requester or "", flow.target or ""
+    turn = int(flow.turn or 0) + 1
+    max_turns = int(flow.max_turns or 0)
     can_step = (
         turn <= max_turns
         and requester
@@ -82,69 +95,66 @@ def _a2a_next(run: Run, flow: dict, known: dict[str, Session]) -> None:
     speaker_key = requester if turn % 2 else target
     speaker = session_by_key(speaker_key, known) if can_step else None
     if speaker is None:
-        _a2a_announce(run, flow, known)
-        return
-    from .engine import start_run
-
+        return _a2a_announce(run, flow, known)
     speaker_is_requester = speaker_key == requester
     listener = target if speaker_is_requester else requester
-    start_run(
+    step = FollowUp(
         session=speaker,
         kind="step",
-        message=flow["latest"],
+        message=flow.latest,
         provenance=inter_session(
             listener,
             "sessions_send",
-            channel=flow.get("targetChannel" if speaker_is_requester else "requesterChannel"),
+            channel=flow.target_channel if speaker_is_requester else flow.requester_channel,
         ),
         extra_system_prompt=prompts.reply_step_context(
             speaker_is_requester=speaker_is_requester,
             turn=turn,
             max_turns=max_turns,
             requester_key=requester,
-            requester_channel=flow.get("requesterChannel") or "",
+            requester_channel=flow.requester_channel or "",
             target_key=target,
-            target_channel=flow.get("targetChannel") or "",
+            target_channel=flow.target_channel or "",
         ),
         requester_key=listener,
         parent_run=run,
         chain=continue_chain(run),
-        flow={**flow, "turn": turn},
+        flow=replace(flow, turn=turn),
     )
+    return [step]
 
 
-def _a2a_announce(run: Run, flow: dict, known: dict[str, Session]) -> None:
-    target = session_by_key(flow["target"], known)
+def _a2a_announce(run: Run, flow: Flow, known: dict[str, Session]) -> list[FollowUp]:
+    target = session_by_key(flow.target or "", known)
     if target is None:
-        return
-    from .engine import start_run
-
-    start_run(
+        return []
+    announce = FollowUp(
         session=target,
         kind="announce",
         message=prompts.ANNOUNCE_STEP_MESSAGE,
         provenance={"kind": "internal_system", "sourceTool": "sessions_send"},
         extra_system_prompt=prompts.announce_context(
-            requester_key=flow.get("requester") or "",
-            requester_channel=flow.get("requesterChannel") or "",
-            target_key=flow["target"],
-            target_channel=flow.get("targetChannel") or "",
-            original=flow.get("original") or "",
-            round_one=flow.get("round1"),
-            latest=flow.get("latest"),
+            requester_key=flow.requester or "",
+            requester_channel=flow.requester_channel or "",
+            target_key=flow.target or "",
+            target_channel=flow.target_channel or "",
+            original=flow.original or "",
+            round_one=flow.round1,
+            latest=flow.latest,
         ),
-        requester_key=flow.get("requester") or "",
+        requester_key=flow.requester or "",
         parent_run=run,
         chain=continue_chain(run),
         flow=flow,
     )
+    return [announce]
 
 
-def _a2a_after_announce(run: Run, flow: dict) -> None:
-    reply = run.reply.strip() if run.status == Run.OK else ""
+def _a2a_after_announce(run: Run) -> None:
+    reply = _reply_of(run)
     if not reply or reply == ANNOUNCE_SKIP:
         return
-    _deliver(run.session, reply, kind="announce", run=run)
+    enqueue_delivery(session=run.session, text=reply, kind="announce", run=run)
 
 
 # --- sessions_spawn: announce step and report ------------------------------------------------------
@@ -175,9 +185,8 @@ def child_result(run: Run) -> str:
     return "(no output)"
 
 
-def _spawn_after_child(run: Run, flow: dict) -> None:
-    from .engine import start_run
-
+def _spawn_announce(run: Run, flow: Flow) -> FollowUp:
+    """The child's announce step, after its run ended (any outcome)."""
     result = child_result(run)
     outcome = {
         "runId": str(run.pk),
@@ -187,30 +196,31 @@ def _spawn_after_child(run: Run, flow: dict) -> None:
         "runtimeMs": run.runtime_ms,
         "usage": run.usage or {},
     }
-    start_run(
+    return FollowUp(
         session=run.session,
         kind="announce",
         message=prompts.SUBAGENT_ANNOUNCE_MESSAGE,
         provenance={"kind": "internal_system", "sourceTool": "sessions_spawn"},
         extra_system_prompt=prompts.subagent_announce_context(
-            requester_key=flow.get("requester") or "",
-            requester_channel=flow.get("requesterChannel") or "",
-            task=flow.get("task") or "",
+            requester_key=flow.requester or "",
+            requester_channel=flow.requester_channel or "",
+            task=flow.task or "",
             result=result if result != "(no output)" else None,
         ),
-        requester_key=flow.get("requester") or "",
+        requester_key=flow.requester or "",
         parent_run=run,
         chain=continue_chain(run),
-        flow={**flow, "type": "subagent_announce", "outcome": outcome},
+        flow=replace(flow, type=SUBAGENT_ANNOUNCE, outcome=outcome),
     )
 
 
-def _spawn_after_announce(run: Run, flow: dict, known: dict[str, Session]) -> None:
-    outcome = flow.get("outcome") or {}
-    reply = run.reply.strip() if run.status == Run.OK else ""
+def _spawn_after_announce(run: Run, flow: Flow, known: dict[str, Session]) -> None:
+    """The requester gets the report (unless the announce said ANNOUNCE_SKIP); then cleanup."""
+    outcome = flow.outcome or {}
+    reply = _reply_of(run)
     child = run.session
     if reply != ANNOUNCE_SKIP:
-        requester = session_by_key(flow.get("requester") or "", known)
+        requester = session_by_key(flow.requester or "", known)
         if requester is not None:
             report = subagent_report(child, outcome, notes=reply or _notes_when_silent(run))
             message = store.read_message(
@@ -227,8 +237,11 @@ def _spawn_after_announce(run: Run, flow: dict, known: dict[str, Session]) -> No
                 },
             )
             store.append_to_session(requester, [message])
-            _deliver(requester, report, kind="subagent_announce", run=run)
-    if flow.get("cleanup") == "delete":
+            # With completionDelivery "reply", the requester's own reply reaches the channel
+            # (its completion turn) and the report stays in its transcript.
+            if GatewayConfig.load().completion_delivery != "reply":
+                enqueue_delivery(session=requester, text=report, kind="subagent_announce", run=run)
+    if flow.cleanup == "delete":
         _delete_child(child, flow)
 
 
@@ -257,12 +270,12 @@ def subagent_report(child: Session, outcome: dict, *, notes: str) -> str:
     )
 
 
-def _delete_child(child: Session, flow: dict) -> None:
+def _delete_child(child: Session, flow: Flow) -> None:
     """cleanup=delete: the child's transcript goes and the session is archived (its runs stay
     readable by id, so a caller holding the runId still finds out what happened)."""
     Message.objects.filter(session=child).delete()
     child.archive()
-    attachments_dir = flow.get("attachmentsDir")
+    attachments_dir = flow.attachments_dir
     if attachments_dir:
         from .attachments import remove_staged
 
@@ -276,6 +289,6 @@ def _delete_child(child: Session, flow: dict) -> None:
 
 
 def _deliver_reply(run: Run) -> None:
-    reply = run.reply.strip() if run.status == Run.OK else ""
+    reply = _reply_of(run)
     if reply:
-        _deliver(run.session, reply, kind="reply", run=run)
+        enqueue_delivery(session=run.session, text=reply, kind="reply", run=run)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
-from .. import keys, visibility
-from ..errors import Forbidden, InvalidArgument, NotFound
+from openclaw_common import keys
+from openclaw_common.errors import Forbidden, InvalidArgument, NotFound
+
+from .. import visibility
 from ..identity import Requester
 from ..models import Run
 
 
-def get_run_for(requester: Requester, run_id) -> Run:
+def get_run_for(requester: Requester, run_id: object) -> Run:
     """The run, if the requester started it or may read its session's history."""
     try:
         run_uuid = uuid.UUID(str(run_id))
@@ -36,7 +39,7 @@ def get_run_for(requester: Requester, run_id) -> Run:
 def run_as_dict(run: Run, *, settings: keys.KeySettings | None = None) -> dict:
     settings = settings or keys.KeySettings()
 
-    def iso(value):
+    def iso(value: datetime | None) -> str | None:
         return value.isoformat().replace("+00:00", "Z") if value else None
 
     data = {

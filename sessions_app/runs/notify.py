@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 log = logging.getLogger("openclaw.runs")
 RUN_CHANNEL_PREFIX = "openclaw:run:"
-_client: tuple[int, object] | None = None  # (pid, client): a forked worker makes its own
+if TYPE_CHECKING:
+    import redis
+
+_client: tuple[int, redis.Redis] | None = None  # (pid, client): a forked worker makes its own
 
 
-def run_channel(run_id) -> str:
+def run_channel(run_id: object) -> str:
     return f"{RUN_CHANNEL_PREFIX}{run_id}"
 
 
-def _redis():
+def _redis() -> redis.Redis:
     global _client
     if _client is None or _client[0] != os.getpid():
         import redis
@@ -34,7 +38,7 @@ def _redis():
     return _client[1]
 
 
-def run_finished(run_id) -> None:
+def run_finished(run_id: object) -> None:
     if not settings.REDIS_URL:
         return
     try:

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
-_ABSENT = object()
+from typing import Any
+
+_ABSENT: Any = object()
 
 
-def inter_session(source_key: str, tool: str, *, channel=_ABSENT, **extra) -> dict:
+def inter_session(
+    source_key: str, tool: str, *, channel: str | None = _ABSENT, **extra: Any
+) -> dict[str, Any]:
     """`channel` is recorded when given (even empty: the source had none); `extra` adds fields
     such as the sub-agent report's sourceRole and runId."""
-    provenance = {"kind": "inter_session", "sourceSessionKey": source_key}
+    provenance: dict[str, Any] = {"kind": "inter_session", "sourceSessionKey": source_key}
     if channel is not _ABSENT:
         provenance["sourceChannel"] = channel
     return {**provenance, "sourceTool": tool, **extra}

@@ -1,18 +1,21 @@
 """The periodic sweep (a django-q2 schedule, every minute): ends runs whose worker died, times out
 runs past their deadline, re-enqueues runs whose task was lost, archives finished sub-agent
-sessions, and retries due deliveries. Every action is a conditional update: safe to run twice."""
+sessions, retries due deliveries and due sub-agent completions. Every action is a conditional
+update: safe to run twice."""
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from ..delivery import retry_due_deliveries
 from ..models import GatewayConfig, Run, Session
-from . import engine
+from . import completions, engine
 
 log = logging.getLogger("openclaw.runs")
 
@@ -30,45 +33,61 @@ def dead_worker_text(seconds: int) -> str:
     )
 
 
-def sweep(*, now=None, heartbeat_timeout: int | None = None) -> dict:
+def sweep(*, now: datetime | None = None, heartbeat_timeout: int | None = None) -> dict[str, int]:
     now = now or timezone.now()
     timeout = HEARTBEAT_TIMEOUT_SECONDS if heartbeat_timeout is None else heartbeat_timeout
-    counts = {"dead": 0, "timedOut": 0, "requeued": 0, "archived": 0, "deliveries": 0}
+    counts = {
+        "dead": 0,
+        "timedOut": 0,
+        "requeued": 0,
+        "archived": 0,
+        "deliveries": 0,
+        "completions": 0,
+    }
 
     for run in Run.objects.filter(
         status=Run.RUNNING, heartbeat_at__lt=now - timedelta(seconds=timeout)
     ):
         counts["dead"] += engine.finish_run(run, Run.ERROR, error=dead_worker_text(timeout))
 
-    overdue = Run.objects.filter(status__in=[Run.QUEUED, Run.RUNNING], deadline__lt=now)
+    overdue = Run.objects.in_flight().filter(deadline__lt=now)
     for run in overdue:
         counts["timedOut"] += engine.finish_run(run, Run.TIMEOUT, error=engine.timeout_text(run))
 
     stale = Run.objects.filter(
         status=Run.QUEUED, created_at__lt=now - timedelta(seconds=REQUEUE_AFTER_SECONDS)
     )
-    for run_id in stale.values_list("pk", flat=True)[:500]:
-        engine.enqueue(run_id)
+    for run in stale.only("pk", "lane")[:500]:
+        engine.enqueue(run)
         counts["requeued"] += 1
 
     counts["archived"] = archive_finished_subagents(now=now)
 
-    from policies_app.delivery import retry_due_deliveries
-
     counts["deliveries"] = retry_due_deliveries(now)
+    counts["completions"] = retry_due_completions(now)
     if any(counts.values()):
         log.info("sweep: %s", counts)
     return counts
 
 
-def archive_finished_subagents(*, now=None) -> int:
+def retry_due_completions(now: datetime) -> int:
+    """Sub-agent results whose requester turn failed get another turn once their backoff is
+    over; those past the retry window fail, visibly (runs/completions.py)."""
+    with transaction.atomic():
+        follow_ups = completions.due_turns(now)
+        for follow_up in follow_ups:
+            engine.start_follow_up(follow_up)
+    return len(follow_ups)
+
+
+def archive_finished_subagents(*, now: datetime | None = None) -> int:
     """Sub-agent sessions idle for archiveAfterMinutes with no run in flight (0 = never)."""
     minutes = GatewayConfig.load().subagent_archive_after_minutes
     if not minutes:
         return 0
     now = now or timezone.now()
     cutoff_ms = int((now - timedelta(minutes=minutes)).timestamp() * 1000)
-    busy = Run.objects.filter(session=OuterRef("pk"), status__in=[Run.QUEUED, Run.RUNNING])
+    busy = Run.objects.in_flight().filter(session=OuterRef("pk"))
     idle = list(
         Session.objects.active()
         .filter(spawn_depth__gt=0, updated_at__lt=cutoff_ms)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 
-def execute_run(run_id: str) -> str:
+def execute_run(run_id: str, lane: str = "main") -> str:
     from .engine import execute_run as execute
 
-    return execute(run_id)
+    return execute(run_id, lane)
 
 
 def sweep() -> dict:

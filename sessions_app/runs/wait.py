@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 import weakref
+from collections.abc import AsyncIterator
 from functools import partial
 
 from asgiref.sync import sync_to_async
@@ -30,7 +32,7 @@ CONNECT_TIMEOUT_SECONDS = 2
 RETRY_AFTER_SECONDS = 5  # after Redis failed, poll for this long before connecting again
 
 
-def _load(run_id, fields: tuple[str, ...] | None = None):
+def _load(run_id: uuid.UUID | str, fields: tuple[str, ...] | None = None) -> Run | None:
     try:
         runs = Run.objects.filter(pk=run_id)
         # `fields`: a caller that needs a few columns skips the session join and most of the
@@ -47,10 +49,10 @@ class HintHub:
     """The finish hints of one event loop: one pub/sub connection, pattern-subscribed, whose
     reader task sets the asyncio.Event of every wait registered for the run."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.waiters: dict[str, set[asyncio.Event]] = {}
-        self.task: asyncio.Task | None = None
-        self.ready: asyncio.Future | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.ready: asyncio.Future[bool] | None = None  # set with `task`: is it subscribed?
         self.retry_at = 0.0
 
     async def subscribe(self, run_id: str) -> asyncio.Event | None:
@@ -89,12 +91,14 @@ class HintHub:
                 return False
             self.ready = loop.create_future()
             self.task = loop.create_task(self._listen(self.ready), name="openclaw-run-hints")
+        ready = self.ready
+        assert ready is not None  # alive: started with its `ready` above or before
         try:
-            return await asyncio.wait_for(asyncio.shield(self.ready), CONNECT_TIMEOUT_SECONDS)
+            return await asyncio.wait_for(asyncio.shield(ready), CONNECT_TIMEOUT_SECONDS)
         except TimeoutError:
             return False
 
-    async def _listen(self, ready: asyncio.Future) -> None:
+    async def _listen(self, ready: asyncio.Future[bool]) -> None:
         import redis.asyncio as aioredis
 
         loop = asyncio.get_running_loop()
@@ -142,7 +146,7 @@ def hint_hub() -> HintHub:
 
 
 @contextlib.asynccontextmanager
-async def _hint(run_id: str):
+async def _hint(run_id: str) -> AsyncIterator[tuple[HintHub | None, asyncio.Event | None]]:
     if not settings.REDIS_URL:
         yield None, None
         return
@@ -156,7 +160,11 @@ async def _hint(run_id: str):
 
 
 async def wait_for_run(
-    run_id, timeout: float, *, fields: tuple[str, ...] | None = None, just_started: bool = False
+    run_id: uuid.UUID | str,
+    timeout: float,
+    *,
+    fields: tuple[str, ...] | None = None,
+    just_started: bool = False,
 ) -> Run | None:
     """The run once finished, or as it stands when `timeout` seconds have passed.
 
@@ -178,7 +186,7 @@ async def wait_for_run(
                     return run
             skip_read = False
             remaining = deadline - loop.time()
-            if event is not None and hub.alive:
+            if event is not None and hub is not None and hub.alive:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(event.wait(), min(HINTED_POLL_SECONDS, remaining))
                 event.clear()

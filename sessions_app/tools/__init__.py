@@ -1,31 +1,27 @@
-"""The public surface: one function per tool. Every adapter (REST, /tools/invoke, WebSocket,
-admin, tasks, commands) calls these, never the models directly.
+"""The public surface: one module per tool, each exporting `TOOL` (its declaration and its
+function). Every adapter (REST, /tools/invoke, WebSocket, a run's own tool calls, commands) goes
+through these, never the models directly.
 
-Each tool is `tool(*, requester, args) -> details dict`; it raises InvalidArgument for malformed
-arguments and Refusal (Forbidden / NotFound) for a refusal.
+A tool function is `tool(*, requester, args) -> details dict`; it raises InvalidArgument for
+malformed arguments and a Refusal (Forbidden / NotFound) for a refusal. Adding a tool is one new
+module here plus its name below (docs/architecture.md, "Adding a tool").
 """
 
-from .agents_list import agents_list
-from .sessions_history import sessions_history
-from .sessions_list import sessions_list
-from .sessions_send import sessions_send, sessions_send_async
-from .sessions_spawn import sessions_spawn
+from importlib import import_module
 
-TOOLS = {
-    "sessions_list": sessions_list,
-    "sessions_history": sessions_history,
-    "sessions_send": sessions_send,
-    "sessions_spawn": sessions_spawn,
-    "agents_list": agents_list,
-}
-# Tools that wait: async adapters call these instead, so the wait holds no thread.
-ASYNC_TOOLS = {"sessions_send": sessions_send_async}
+from .registry import ToolRegistry, UnknownTool
 
-__all__ = [
-    "ASYNC_TOOLS",
-    "TOOLS",
-    "agents_list",
-    "sessions_history",
+# The order is the order the tools are offered to a model in.
+TOOL_MODULES = (
     "sessions_list",
+    "sessions_history",
     "sessions_send",
-]
+    "sessions_spawn",
+    "sessions_yield",
+    "subagents",
+    "agents_list",
+)
+
+TOOLS = ToolRegistry(import_module(f"{__name__}.{name}").TOOL for name in TOOL_MODULES)
+
+__all__ = ["TOOLS", "ToolRegistry", "UnknownTool"]

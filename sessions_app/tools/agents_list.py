@@ -4,15 +4,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import keys
-from ..args import Args
+from openclaw_common import keys
+
 from ..identity import Requester
 from ..models import Agent
+from .declaration import Declaration, Tool
+from .shapes import BOOLEAN, STRING, array, obj
+
+DECLARATION = Declaration(
+    name="agents_list",
+    description="List the agent ids you may use as agentId in sessions_spawn.",
+    params=(),
+    result=obj(
+        {
+            "requester": STRING,
+            "allowAny": BOOLEAN,
+            "agents": array(
+                obj(
+                    {
+                        "id": STRING,
+                        "name": STRING,
+                        "description": STRING,
+                        "configured": BOOLEAN,
+                    },
+                    ("id", "configured"),
+                ),
+                "The requester's own agent first, then the allowed ones by id.",
+            ),
+        },
+        ("requester", "allowAny", "agents"),
+    ),
+)
 
 
 def agents_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     """{requester, allowAny, agents: [{id, name?, description?, configured}]}, requester first."""
-    Args(args, frozenset(), tool="agents_list")
+    DECLARATION.read(args)
     configured = {a.id: a for a in Agent.objects.all()}
     me = requester.agent_id
     allow = [str(x).strip() for x in (configured[me].allow_agents if me in configured else [])]
@@ -31,3 +58,6 @@ def agents_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
         row["configured"] = agent is not None
         rows.append(row)
     return {"requester": me, "allowAny": allow_any, "agents": rows}
+
+
+TOOL = Tool(DECLARATION, agents_list)

@@ -4,15 +4,65 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import keys, transcript
-from ..args import Args
+from openclaw_common import keys
+
+from .. import transcript
 from ..identity import Requester
 from ..models import Session
 from ..resolve import resolve_session
+from .declaration import Boolean, Declaration, Integer, String, Tool
+from .shapes import (
+    BOOLEAN,
+    HISTORY_FLAG_NAMES,
+    HISTORY_FLAGS,
+    INTEGER,
+    MESSAGE,
+    STRING,
+    array,
+    obj,
+)
 
-ARGS = frozenset({"sessionKey", "limit", "includeTools", "offset"})
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
+
+DECLARATION = Declaration(
+    name="sessions_history",
+    description=(
+        "Fetch the transcript of one session (oldest first, newest `limit` messages). "
+        "Tool results are left out unless includeTools is true."
+    ),
+    params=(
+        String(
+            "sessionKey",
+            'Session key or sessionId from sessions_list; "main" is your main session.',
+            required=True,
+            max_length=keys.MAX_KEY_LENGTH,
+        ),
+        Integer(
+            "limit",
+            f"Maximum messages (default {DEFAULT_LIMIT}, at most {MAX_LIMIT}).",
+            minimum=1,
+            default=DEFAULT_LIMIT,
+        ),
+        Boolean("includeTools", "Include toolResult messages (default false)."),
+        Integer(
+            "offset", "Skip the newest N messages (paging backwards; see nextOffset).", default=0
+        ),
+    ),
+    result=obj(
+        {
+            "sessionKey": STRING,
+            "messages": array(MESSAGE, "Oldest first."),
+            **HISTORY_FLAGS,
+            "offset": INTEGER,
+            "hasMore": BOOLEAN,
+            "nextOffset": INTEGER,
+        },
+        ("sessionKey", "messages", *HISTORY_FLAG_NAMES, "offset", "hasMore"),
+    ),
+    group="sessions",
+    rpc="chat.history",
+)
 
 
 def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> dict:
@@ -22,15 +72,13 @@ def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> di
     capped at 80 KiB (flags truncated, droppedMessages, contentTruncated, contentRedacted, bytes).
     `offset` skips the newest N messages; `nextOffset` continues backwards while `hasMore`.
     """
-    a = Args(args, ARGS, tool="sessions_history")
-    raw = a.string("sessionKey", required=True, max_length=keys.MAX_KEY_LENGTH)
-    limit = min(a.integer("limit", minimum=1, default=DEFAULT_LIMIT), MAX_LIMIT)
-    include_tools = a.boolean("includeTools", default=False)
-    offset = a.integer("offset", minimum=0, default=0)
-
-    session = resolve_session(requester, raw, action="history")
-    page = history_page(session, limit=limit, include_tools=include_tools, offset=offset)
-    result = {
+    a = DECLARATION.read(args)
+    offset = a.offset
+    session = resolve_session(requester, a.sessionKey, action="history")
+    page = history_page(
+        session, limit=min(a.limit, MAX_LIMIT), include_tools=a.includeTools, offset=offset
+    )
+    result: dict[str, Any] = {
         "sessionKey": keys.display_key(session.key, requester.key_settings),
         "messages": page["messages"],
         **page["flags"],
@@ -40,6 +88,9 @@ def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> di
     if page["hasMore"]:
         result["nextOffset"] = offset + page["kept"]
     return result
+
+
+TOOL = Tool(DECLARATION, sessions_history)
 
 
 def history_page(

@@ -7,30 +7,95 @@ A wait that times out leaves the run going; the reply loop and announce still ha
 
 from __future__ import annotations
 
-import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
-from .. import keys, visibility
-from ..args import Args
-from ..errors import Forbidden, NotFound, Refusal
+from openclaw_common import keys
+from openclaw_common.errors import Forbidden, NotFound, Refusal
+
+from .. import visibility
 from ..identity import Requester
 from ..models import Run, Session
 from ..resolve import canonical_for, resolve_session
 from ..runs import prompts
 from ..runs.chain import current_run, next_hop
+from ..runs.completion_model import Completion
+from ..runs.flow_state import Flow
 from ..runs.provenance import inter_session
+from .declaration import Declaration, Integer, String, Tool
+from .shapes import BOOLEAN, DELIVERY, STRING, obj
 
-ARGS = frozenset({"sessionKey", "label", "agentId", "message", "timeoutSeconds"})
 DEFAULT_TIMEOUT_SECONDS = 30
 MAX_TIMEOUT_SECONDS = 600
 MAX_MESSAGE_CHARS = 100_000
 DELIVERY_PENDING = {"status": "pending", "mode": "announce"}
 DELIVERY_SKIPPED = {"status": "skipped", "mode": "announce"}
+
+DECLARATION = Declaration(
+    name="sessions_send",
+    description=(
+        "Send a message into another session and, unless timeoutSeconds is 0, wait for "
+        "its reply. Returns {runId, status: accepted|ok|timeout|error|forbidden, reply?}. "
+        "On timeout the run goes on; read sessions_history later."
+    ),
+    # `message` first: it is checked first, as it always was.
+    params=(
+        String("message", "The message to send.", required=True, max_length=MAX_MESSAGE_CHARS),
+        String(
+            "sessionKey",
+            "Target session key or sessionId from sessions_list.",
+            max_length=keys.MAX_KEY_LENGTH,
+        ),
+        String(
+            "label", "Target session label (instead of sessionKey).", min_length=1, max_length=200
+        ),
+        String("agentId", "Agent whose session has that label.", min_length=1, max_length=64),
+        Integer(
+            "timeoutSeconds",
+            f"Seconds to wait for the reply (default {DEFAULT_TIMEOUT_SECONDS}, at most "
+            f"{MAX_TIMEOUT_SECONDS}; 0 = do not wait).",
+            default=DEFAULT_TIMEOUT_SECONDS,
+        ),
+    ),
+    result=obj(
+        {
+            "runId": {"type": ["string", "null"]},
+            "status": {
+                "type": "string",
+                "enum": ["accepted", "ok", "timeout", "error", "forbidden"],
+            },
+            "sessionKey": STRING,
+            "reply": STRING,
+            "error": STRING,
+            "delivery": DELIVERY,
+            "delivered": {
+                "type": "boolean",
+                "description": "The message is in the target's transcript.",
+            },
+            "sentBeforeError": BOOLEAN,
+            "targetRun": obj(
+                {
+                    "status": STRING,
+                    "startedAt": STRING,
+                    "queuedSeconds": {"type": "number"},
+                    "error": STRING,
+                },
+                ("status",),
+                "What the target's run is doing, or why it failed.",
+            ),
+            "mode": {"type": "string", "enum": ["resume"]},
+            "taskRunId": STRING,
+            "completion": {"type": "string", "enum": ["task"]},
+        },
+        ("runId", "status"),
+    ),
+    group="sessions",
+)
 
 
 @dataclass
@@ -82,14 +147,9 @@ def resolve_label(requester: Requester, label: str, agent_id: str | None) -> Ses
 def start_send(
     *, requester: Requester, args: dict[str, Any] | None, idempotency_key: str | None = None
 ) -> SendPlan:
-    a = Args(args, ARGS, tool="sessions_send")
-    message = a.string("message", required=True, max_length=MAX_MESSAGE_CHARS)
-    raw_key = a.string("sessionKey", max_length=keys.MAX_KEY_LENGTH)
-    label = a.string("label", max_length=200)
-    agent_id = a.string("agentId", max_length=64)
-    timeout = min(
-        a.integer("timeoutSeconds", minimum=0, default=DEFAULT_TIMEOUT_SECONDS), MAX_TIMEOUT_SECONDS
-    )
+    a = DECLARATION.read(args)
+    message, raw_key, label, agent_id = a.message, a.sessionKey, a.label, a.agentId
+    timeout = min(a.timeoutSeconds, MAX_TIMEOUT_SECONDS)
     if raw_key and label:
         return _refused("Provide either sessionKey or label (not both).")
     if not raw_key and not label:
@@ -112,6 +172,10 @@ def start_send(
 
     if not check_send(session).allowed:
         return _refused(send_blocked_error(), session_key=shown)
+    if session.spawned_by == requester.session_key:
+        resumed = resume_paused_child(requester, session, message, shown)
+        if resumed is not None:
+            return SendPlan(result=resumed)
     if idempotency_key:
         existing = Run.objects.filter(
             requester_key=requester.session_key, idempotency_key=idempotency_key
@@ -156,15 +220,14 @@ def start_send(
                 parent_run=current_run.get(),
                 chain=chain,
                 idempotency_key=idempotency_key or "",
-                flow={
-                    "type": "a2a",
-                    "requester": requester.session_key,
-                    "requesterChannel": requester_channel,
-                    "target": session.key,
-                    "targetChannel": session.row_channel,
-                    "original": message,
-                    "maxTurns": max(0, min(5, requester.config.max_ping_pong_turns)),
-                },
+                flow=Flow.a2a(
+                    requester=requester.session_key,
+                    requester_channel=requester_channel,
+                    target=session.key,
+                    target_channel=session.row_channel,
+                    original=message,
+                    max_turns=max(0, min(5, requester.config.max_ping_pong_turns)),
+                ),
             )
     except IntegrityError:
         # The same idempotency key raced us: the other request created the run.
@@ -176,11 +239,25 @@ def start_send(
 
 
 # What send_result() reads from a run.
-RESULT_FIELDS = ("status", "reply", "error")
+RESULT_FIELDS = ("status", "reply", "error", "created_at", "started_at")
+
+
+def target_run(run: Run) -> dict:
+    """What the target's run is doing, or why it failed: a send whose wait ended without a
+    reply says whether the message got there and what became of it (beyond OpenClaw)."""
+    state: dict[str, Any] = {"status": run.status}
+    if run.started_at:
+        state["startedAt"] = run.started_at.isoformat().replace("+00:00", "Z")
+    elif run.status == Run.QUEUED and run.created_at:
+        state["queuedSeconds"] = round((timezone.now() - run.created_at).total_seconds(), 1)
+    if run.error:
+        state["error"] = run.error
+    return state
 
 
 def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
-    """The result shape for a started send, from the run as it stands."""
+    """The result shape for a started send, from the run as it stands. `delivered`: the message
+    is in the target's transcript (its run exists); with no reply, `targetRun` says more."""
     if run is None:
         return {
             "runId": None,
@@ -188,7 +265,7 @@ def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
             "error": "run not found",
             "sessionKey": session_key,
         }
-    base = {"runId": str(run.pk), "sessionKey": session_key}
+    base = {"runId": str(run.pk), "sessionKey": session_key, "delivered": True}
     if timeout == 0:
         return {**base, "status": "accepted", "delivery": DELIVERY_PENDING}
     if not run.finished:
@@ -199,10 +276,12 @@ def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
                 f"No reply within {timeout}s; the run continues. Wait again at "
                 f"/api/v1/runs/{run.pk}/wait/ or read sessions_history later."
             ),
+            "sentBeforeError": True,
+            "targetRun": target_run(run),
             "delivery": DELIVERY_PENDING,
         }
     if run.status == Run.OK:
-        result = {**base, "status": "ok"}
+        result: dict[str, Any] = {**base, "status": "ok"}
         if run.reply:
             result["reply"] = run.reply
         result["delivery"] = DELIVERY_PENDING
@@ -212,31 +291,82 @@ def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
         **base,
         "status": status,
         "error": run.error or "agent error",
+        "sentBeforeError": True,
+        "targetRun": target_run(run),
         "delivery": DELIVERY_SKIPPED,
     }
 
 
-def _load_run(run_id: str) -> Run | None:
-    return Run.objects.filter(pk=run_id).first()
+def resume_paused_child(
+    requester: Requester, child: Session, message: str, shown: str
+) -> dict | None:
+    """A plain send from the controlling parent to a child paused with sessions_yield
+    (waitFor "message") continues the same task (9.6 §1.7): its completion goes to the
+    original requester as a completion turn, so the send does not wait. None if not paused."""
+    from ..runs.engine import start_run
+
+    paused = Run.objects.filter(session=child).order_by("-created_at").first()
+    if (
+        paused is None
+        or not paused.finished
+        or paused.yielded != Run.YIELDED_FOR_MESSAGE
+        or Completion.objects.filter(child_run=paused).exists()
+    ):
+        return None
+    task = paused.task_run or paused
+    flow = replace(Flow.from_json(paused.flow), yield_note=None)
+    try:
+        chain = next_hop(
+            tool="sessions_send",
+            from_agent=requester.agent_id,
+            to_agent=child.agent_id,
+            config=requester.config,
+        )
+    except Forbidden as exc:
+        return _refused(exc.message, status="forbidden", session_key=shown).result
+    with transaction.atomic():
+        run = start_run(
+            session=child,
+            kind="send",
+            message=message,
+            chain=chain,
+            provenance=inter_session(requester.session_key, "sessions_send"),
+            extra_system_prompt=task.extra_system_prompt,
+            requester_key=requester.session_key,
+            parent_run=paused,
+            flow=flow,
+            task_run=task,
+        )
+    return {
+        "runId": str(run.pk),
+        "status": "accepted",
+        "mode": "resume",
+        "taskRunId": str(task.pk),
+        "sessionKey": shown,
+        "completion": "task",
+        "delivered": True,
+        "delivery": DELIVERY_SKIPPED,
+    }
+
+
+def accepted(plan: SendPlan) -> dict:
+    """The result of a started send that is not waited for: it needs nothing from the run."""
+    return {
+        "runId": plan.run_id,
+        "sessionKey": plan.session_key,
+        "delivered": True,
+        "status": "accepted",
+        "delivery": DELIVERY_PENDING,
+    }
 
 
 def sessions_send(*, requester: Requester, args: dict[str, Any] | None) -> dict:
-    """Synchronous form, for agents calling the tool during their own run: it never holds the
-    worker waiting for another run (that could deadlock the worker pool), so it answers
-    `accepted` at once; the reply comes back through the reply loop and announce step.
-    Outside a run it polls the database until the reply or the timeout."""
+    """The synchronous form, for an agent's own tool call during its run: it never holds the
+    worker waiting for another run (with a small worker pool that could deadlock), so it answers
+    `accepted` at once; the reply comes back through the reply loop and the announce step.
+    Adapters that can wait call sessions_send_async."""
     plan = start_send(requester=requester, args=args)
-    if plan.result is not None:
-        return plan.result
-    if current_run.get() is not None or plan.timeout == 0:
-        return send_result(_load_run(plan.run_id), session_key=plan.session_key, timeout=0)
-    deadline = time.monotonic() + plan.timeout
-    while time.monotonic() < deadline:
-        run = _load_run(plan.run_id)
-        if run is None or run.finished:
-            break
-        time.sleep(0.1)
-    return send_result(_load_run(plan.run_id), session_key=plan.session_key, timeout=plan.timeout)
+    return plan.result if plan.result is not None else accepted(plan)
 
 
 async def sessions_send_async(
@@ -251,14 +381,12 @@ async def sessions_send_async(
     if plan.result is not None:
         return plan.result
     if plan.timeout == 0:
-        # accepted: the result needs nothing from the run but its id
-        return {
-            "runId": plan.run_id,
-            "sessionKey": plan.session_key,
-            "status": "accepted",
-            "delivery": DELIVERY_PENDING,
-        }
+        return accepted(plan)
+    assert plan.run_id is not None  # a plan without a result has a run
     run = await wait_for_run(
         plan.run_id, plan.timeout, fields=RESULT_FIELDS, just_started=plan.created
     )
     return send_result(run, session_key=plan.session_key, timeout=plan.timeout)
+
+
+TOOL = Tool(DECLARATION, sessions_send, run_async=sessions_send_async)

@@ -3,38 +3,46 @@
 The child is `agent:<targetAgentId>:subagent:<uuid>`. When its run ends (any outcome) an announce
 step runs in the child, and unless it answers ANNOUNCE_SKIP the requester gets a
 Status/Result/Notes/Stats report in its transcript and on its channel (runs/flows.py).
+
+Check → plan → do, like sessions_send's start_send():
+- `read_request()` checks the arguments (InvalidArgument: a 400 on every way in);
+- `plan_spawn()` applies the rules in the reference's order (§5.2) and returns a SpawnPlan, or
+  raises SpawnRefused with the result the tool answers ({status: error|forbidden, error});
+- `start_spawn()` stages the attachments and, in one transaction, writes the child session and
+  its run. Nothing is written before it.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
-from .. import keys, store
-from ..args import Args
-from ..errors import Forbidden, InvalidArgument
+from openclaw_common import keys
+from openclaw_common.errors import Forbidden, InvalidArgument
+
+from .. import store
 from ..identity import Requester
 from ..models import Agent, Run, Session
 from ..runs import prompts
 from ..runs.attachments import (
     AttachmentLimits,
     AttachmentRefused,
+    Staged,
     remove_staged,
     stage_attachments,
     workspace_for,
 )
-from ..runs.chain import next_hop
+from ..runs.chain import Chain, current_run, next_hop
+from ..runs.flow_state import Flow
 from ..runs.provenance import inter_session
+from ..runs.subagent_limits import SubagentLimits, limits_for
+from .declaration import Boolean, Choice, Declaration, Integer, String, Structured, Tool
+from .shapes import INTEGER, STRING, array, obj
 
-ARGS = frozenset(
-    {
-        "task", "label", "agentId", "model", "thinking", "runTimeoutSeconds", "timeoutSeconds",
-        "cleanup", "sandbox", "attachments", "attachAs", "runtime", "mode", "thread",
-    }
-)  # fmt: skip
 # [newer] channel-delivery keys get a pointed error instead of "unknown argument".
 DELIVERY_KEYS = (
     "target",
@@ -49,52 +57,181 @@ DELIVERY_KEYS = (
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 MODEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 RUN_NOTE = "auto-announces on completion, do not poll/sleep. The response will be sent back as an user message."
+PRIVATE_NOTE = (
+    "The result returns privately to the requester. No result is automatically sent to a "
+    "channel; the requester may review, continue work, or remain silent. Continue independent "
+    "work; completion will trigger a private requester turn. Never busy-poll."
+)
+QUIET_NOTE = "Quiet run: no completion notification is sent. Do not wait for an announcement."
+MAX_TASK_CHARS = 100_000
+
+ATTACHMENT = obj(
+    {
+        "name": {"type": "string", "description": "File name (no path)."},
+        "content": {"type": "string", "description": "File content."},
+        "encoding": {
+            "type": "string",
+            "description": "How content is encoded (default utf8).",
+            "enum": ["utf8", "base64"],
+        },
+        "mimeType": {"type": "string", "description": "MIME type."},
+    },
+    ("name", "content"),
+)
+
+DECLARATION = Declaration(
+    name="sessions_spawn",
+    description=(
+        "Start a sub-agent on a task in a new isolated session. Never blocks: returns "
+        "{status: accepted, runId, childSessionKey} at once, and the result is announced "
+        "back to this session when the sub-agent finishes; do not poll or sleep."
+    ),
+    # In the order they are checked (the first bad one is named).
+    params=(
+        String("task", "What the sub-agent should do.", required=True, max_length=MAX_TASK_CHARS),
+        String("label", "Short label for logs and the UI.", max_length=200),
+        String(
+            "runtime",
+            '"subagent" (default). "acp" is refused here: no ACP harness is configured.',
+            max_length=20,
+            advertised=False,
+        ),
+        String(
+            "mode",
+            '"run" (default); "session" needs thread=true, which no channel here supports.',
+            max_length=20,
+            advertised=False,
+        ),
+        Boolean(
+            "thread",
+            "Bind the child to a channel thread: refused, no channel plugin offers it.",
+            advertised=False,
+        ),
+        Choice(
+            "cleanup",
+            'Delete the sub-agent session after the announce ("delete") or keep it '
+            '("keep", default).',
+            choices={"keep": "keep", "delete": "delete"},
+            enum=("delete", "keep"),
+            describe='"keep" or "delete"',
+            default="keep",
+        ),
+        Choice(
+            "sandbox",
+            '"require" refuses to spawn under an agent that is not sandboxed.',
+            choices={"inherit": "inherit", "require": "require"},
+            enum=("inherit", "require"),
+            describe='"inherit" or "require"',
+            default="inherit",
+            advertised=False,
+        ),
+        Integer(
+            "runTimeoutSeconds",
+            "Abort the sub-agent run after N seconds (default 0 = no limit).",
+        ),
+        Integer(
+            "timeoutSeconds",
+            "The older name of runTimeoutSeconds (used when that is absent).",
+            advertised=False,
+        ),
+        String(
+            "agentId",
+            "Spawn under this agent id, if allowed (see agents_list).",
+            max_length=64,
+        ),
+        String("model", "Model for the sub-agent (overrides its default).", max_length=200),
+        String(
+            "thinking",
+            f"Thinking level: {', '.join(THINKING_LEVELS)}.",
+            max_length=20,
+            advertised=False,
+        ),
+        String(
+            "completionTarget",
+            '"parent": the result comes back as a private turn of yours, never posted to a '
+            "channel.",
+            max_length=20,
+        ),
+        Boolean(
+            "expectsCompletionMessage",
+            "false: a quiet run, no completion turn comes back (default true).",
+            default=True,
+        ),
+        Structured(
+            "attachments",
+            "Files for the sub-agent's workspace (if enabled).",
+            shape={"type": "array", "maxItems": 50, "items": ATTACHMENT},
+        ),
+        Structured(
+            "attachAs",
+            "Where you would like the files (a hint only).",
+            shape=obj({"mountPath": {"type": "string", "description": "A directory path."}}),
+        ),
+    ),
+    result=obj(
+        {
+            "status": {"type": "string", "enum": ["accepted", "error", "forbidden"]},
+            "childSessionKey": STRING,
+            "runId": STRING,
+            "mode": {"type": "string", "enum": ["run"]},
+            "note": STRING,
+            "modelApplied": STRING,
+            "expectsCompletionMessage": {"type": "boolean"},
+            "completionTarget": {"type": "string", "enum": ["parent"]},
+            "attachments": obj(
+                {
+                    "count": INTEGER,
+                    "totalBytes": INTEGER,
+                    "files": array(
+                        obj(
+                            {"name": STRING, "bytes": INTEGER, "sha256": STRING},
+                            ("name", "bytes", "sha256"),
+                        )
+                    ),
+                    "relDir": STRING,
+                },
+                ("count", "totalBytes", "files", "relDir"),
+            ),
+            "error": STRING,
+        },
+        ("status",),
+    ),
+    refused={
+        name: 'sessions_spawn does not support "{name}". Use "message" or "sessions_send" '
+        "for channel delivery."
+        for name in DELIVERY_KEYS
+    },
+    group="sessions",
+)
 
 
-def _error(message: str, *, status: str = "error", **extra) -> dict:
-    return {"status": status, "error": message, **extra}
+# --- check ------------------------------------------------------------------------------------
 
 
-def allowed_targets(agent: Agent | None) -> tuple[bool, list[str]]:
-    entries = [str(x).strip() for x in (agent.allow_agents if agent else [])]
-    return "*" in entries, [keys.normalize_agent_id(x) for x in entries if x and x != "*"]
+@dataclass(frozen=True)
+class SpawnRequest:
+    """The arguments, checked."""
+
+    task: str
+    label: str
+    runtime: str
+    mode: str | None
+    thread: bool
+    cleanup: str
+    sandbox: str
+    timeout: int | None  # None: the configured default
+    agent_id: str | None
+    model: str
+    thinking: str | None
+    attachments: Any
+    mount_path: str | None
+    completion_target: str | None
+    expects_completion: bool
 
 
-def sessions_spawn(*, requester: Requester, args: dict[str, Any] | None) -> dict:
-    """Spawn a sub-agent run. Returns {status: "accepted", runId, childSessionKey, mode, note,
-    modelApplied?, attachments?} or {status: "error" | "forbidden", error}."""
-    raw = args if isinstance(args, dict) else {}
-    for name in DELIVERY_KEYS:
-        if name in raw:
-            raise InvalidArgument(
-                f'sessions_spawn does not support "{name}". Use "message" or "sessions_send" for channel delivery.'
-            )
-    a = Args(args, ARGS, tool="sessions_spawn")
-    task = a.string("task", required=True, max_length=100_000)
-    label = a.string("label", max_length=200) or ""
-    runtime = a.string("runtime", max_length=20) or "subagent"
-    mode = a.string("mode", max_length=20)
-    thread = a.boolean("thread", default=False)
-    cleanup = a.choice(
-        "cleanup",
-        {"keep": "keep", "delete": "delete"},
-        default="keep",
-        describe='"keep" or "delete"',
-    )
-    sandbox = a.choice(
-        "sandbox",
-        {"inherit": "inherit", "require": "require"},
-        default="inherit",
-        describe='"inherit" or "require"',
-    )
-    timeout = a.integer("runTimeoutSeconds", minimum=0)
-    if timeout is None:
-        timeout = a.integer("timeoutSeconds", minimum=0, default=0)
-    agent_id = a.string("agentId", max_length=64)
-    model = a.string("model", max_length=200) or ""
-    thinking = a.string("thinking", max_length=20)
-    attachments = raw.get("attachments")
-    attach_as = raw.get("attachAs")
+def read_request(args: Any) -> SpawnRequest:
+    a = DECLARATION.read(args)
+    attach_as = a.attachAs
     if attach_as is not None and not (
         isinstance(attach_as, dict) and set(attach_as) <= {"mountPath"}
     ):
@@ -102,140 +239,284 @@ def sessions_spawn(*, requester: Requester, args: dict[str, Any] | None) -> dict
     mount_path = (attach_as or {}).get("mountPath")
     if mount_path is not None and not isinstance(mount_path, str):
         raise InvalidArgument("attachAs.mountPath must be a string")
+    check_completion_target(a.completionTarget, a.expectsCompletionMessage)
+    timeout = a.runTimeoutSeconds if a.runTimeoutSeconds is not None else a.timeoutSeconds
+    return SpawnRequest(
+        task=a.task,
+        label=a.label or "",
+        runtime=a.runtime or "subagent",
+        mode=a.mode,
+        thread=a.thread,
+        cleanup=a.cleanup,
+        sandbox=a.sandbox,
+        timeout=timeout,
+        agent_id=a.agentId,
+        model=a.model or "",
+        thinking=a.thinking,
+        attachments=a.attachments,
+        mount_path=mount_path,
+        completion_target=a.completionTarget,
+        expects_completion=a.expectsCompletionMessage,
+    )
 
-    if runtime == "acp":
-        return _error("runtime=acp is not available in this service; use runtime=subagent")
-    if mode not in (None, "run", "session"):
-        mode = None
-    if (mode or ("session" if thread else "run")) == "session" and not thread:
-        return _error(
-            'mode="session" requires thread=true so the subagent can stay bound to a thread.'
-        )
-    if thread:
-        return _error(
-            "thread=true is unavailable because no channel plugin registered subagent_spawning hooks."
+
+def check_completion_target(target: str | None, expects: bool) -> None:
+    """9.6 §4.4: "parent" or nothing, and only for a run that reports back."""
+    if target is None:
+        return
+    if target != "parent":
+        raise InvalidArgument('sessions_spawn completionTarget must be "parent" or omitted.')
+    if not expects:
+        raise InvalidArgument(
+            'sessions_spawn completionTarget="parent" requires mode="run", thread=false, '
+            "collect=false, and completion notifications enabled."
         )
 
-    config = requester.config
+
+# --- plan -------------------------------------------------------------------------------------
+
+
+class SpawnRefused(Exception):
+    """A rule said no: the tool answers {status, error} (a result, not a protocol error)."""
+
+    def __init__(self, message: str, *, status: str = "error"):
+        super().__init__(message)
+        self.result = {"status": status, "error": message}
+
+
+@dataclass(frozen=True)
+class SpawnPlan:
+    """Everything decided before anything is written."""
+
+    requester: Requester
+    request: SpawnRequest
+    timeout: int
+    target_id: str
+    child_key: str
+    depth: int  # the child's
+    chain: Chain
+    requester_channel: str
+
+
+def plan_spawn(requester: Requester, request: SpawnRequest) -> SpawnPlan:
+    """The rules of reference §5.2, in its order. Raises SpawnRefused."""
+    check_runtime_and_mode(request)
     requester_row = Session.objects.filter(key=requester.session_key).first()
     depth = (
         requester_row.spawn_depth
         if requester_row
         else keys.subagent_depth_from_key(requester.session_key)
     )
-    if depth >= config.max_spawn_depth:
-        return _error(
-            f"sessions_spawn is not allowed at this depth (current depth: {depth}, max: {config.max_spawn_depth})",
+    me = Agent.objects.filter(pk=requester.agent_id).first()
+    check_depth_and_children(requester, depth, limits_for(me, requester.config))
+    target_id, target = check_target(requester, request, me)
+    check_model_and_thinking(request)
+    try:
+        chain = next_hop(
+            tool="sessions_spawn",
+            from_agent=requester.agent_id,
+            to_agent=target_id,
+            config=requester.config,
+            spawn=True,
+        )
+    except Forbidden as exc:
+        raise SpawnRefused(exc.message, status="forbidden") from None
+    timeout = request.timeout
+    if timeout is None:  # the target agent's default, else the gateway's (9.6 §1.9)
+        timeout = limits_for(target, requester.config).subagent_run_timeout_seconds
+    return SpawnPlan(
+        requester=requester,
+        request=request,
+        timeout=timeout,
+        target_id=target_id,
+        child_key=f"agent:{target_id}:subagent:{uuid.uuid4()}",
+        depth=depth + 1,
+        chain=chain,
+        requester_channel=requester_row.row_channel if requester_row else "",
+    )
+
+
+def check_runtime_and_mode(request: SpawnRequest) -> None:
+    if request.runtime == "acp":
+        raise SpawnRefused("runtime=acp is not available in this service; use runtime=subagent")
+    mode = request.mode if request.mode in ("run", "session") else None
+    if (mode or ("session" if request.thread else "run")) == "session" and not request.thread:
+        raise SpawnRefused(
+            'mode="session" requires thread=true so the subagent can stay bound to a thread.'
+        )
+    if request.thread:
+        raise SpawnRefused(
+            "thread=true is unavailable because no channel plugin registered subagent_spawning hooks."
+        )
+
+
+def check_depth_and_children(requester: Requester, depth: int, limits: SubagentLimits) -> None:
+    if depth >= limits.max_spawn_depth:
+        raise SpawnRefused(
+            f"sessions_spawn is not allowed at this depth (current depth: {depth}, max: {limits.max_spawn_depth})",
             status="forbidden",
         )
-    active = Run.objects.filter(
-        kind="spawn", requester_key=requester.session_key, status__in=[Run.QUEUED, Run.RUNNING]
-    ).count()
-    if active >= config.max_children_per_agent:
-        return _error(
-            f"sessions_spawn has reached max active children for this session ({active}/{config.max_children_per_agent})",
+    active = (
+        Run.objects.in_flight().filter(kind="spawn", requester_key=requester.session_key).count()
+    )
+    if active >= limits.max_children_per_agent:
+        raise SpawnRefused(
+            f"sessions_spawn has reached max active children for this session ({active}/{limits.max_children_per_agent})",
             status="forbidden",
         )
 
-    me = Agent.objects.filter(pk=requester.agent_id).first()
-    target_id = keys.normalize_agent_id(agent_id) if agent_id else requester.agent_id
+
+def allowed_targets(agent: Agent | None) -> tuple[bool, list[str]]:
+    entries = [str(x).strip() for x in (agent.allow_agents if agent else [])]
+    return "*" in entries, [keys.normalize_agent_id(x) for x in entries if x and x != "*"]
+
+
+def check_target(
+    requester: Requester, request: SpawnRequest, me: Agent | None
+) -> tuple[str, Agent]:
+    """The agent the child runs under: allowed, existing, and sandboxed where it must be."""
+    target_id = (
+        keys.normalize_agent_id(request.agent_id) if request.agent_id else requester.agent_id
+    )
     if target_id != requester.agent_id:
         allow_any, allowed = allowed_targets(me)
         if not allow_any and target_id not in allowed:
             listed = ", ".join(allowed) if allowed else "none"
-            return _error(
-                f"agentId is not allowed for sessions_spawn (allowed: {listed})", status="forbidden"
+            raise SpawnRefused(
+                f"agentId is not allowed for sessions_spawn (allowed: {listed})",
+                status="forbidden",
             )
     target = Agent.objects.filter(pk=target_id).first()
     if target is None:
-        return _error(f"agent not found: {target_id}")
+        raise SpawnRefused(f"agent not found: {target_id}")
     if requester.sandboxed and not target.sandboxed:
-        return _error(
+        raise SpawnRefused(
             f"a sandboxed session cannot spawn an unsandboxed agent ({target_id})",
             status="forbidden",
         )
-    if sandbox == "require" and not target.sandboxed:
-        return _error(f'sandbox="require" needs a sandboxed agent; {target_id} is not sandboxed')
-    if model and not MODEL_SHAPE.match(model):
-        return _error(f'Invalid model "{model}": use letters, digits and . _ : / @ + -')
-    if thinking is not None and thinking.lower() not in THINKING_LEVELS:
-        return _error(
-            f'Invalid thinking level "{thinking}". Use one of: {", ".join(THINKING_LEVELS)}.'
+    if request.sandbox == "require" and not target.sandboxed:
+        raise SpawnRefused(
+            f'sandbox="require" needs a sandboxed agent; {target_id} is not sandboxed'
         )
-    try:
-        chain = next_hop(
-            tool="sessions_spawn", from_agent=requester.agent_id, to_agent=target_id, config=config
-        )
-    except Forbidden as exc:
-        return _error(exc.message, status="forbidden")
+    return target_id, target
 
-    child_key = f"agent:{target_id}:subagent:{uuid.uuid4()}"
+
+def check_model_and_thinking(request: SpawnRequest) -> None:
+    if request.model and not MODEL_SHAPE.match(request.model):
+        raise SpawnRefused(
+            f'Invalid model "{request.model}": use letters, digits and . _ : / @ + -'
+        )
+    if request.thinking is not None and request.thinking.lower() not in THINKING_LEVELS:
+        raise SpawnRefused(
+            f'Invalid thinking level "{request.thinking}". Use one of: {", ".join(THINKING_LEVELS)}.'
+        )
+
+
+# --- do ---------------------------------------------------------------------------------------
+
+
+def start_spawn(plan: SpawnPlan) -> dict:
+    """Stage the attachments, then create the child session and its run in one transaction.
+    Staged files are removed if that transaction fails."""
+    requester, request = plan.requester, plan.request
     try:
         staged = stage_attachments(
-            attachments=attachments,
-            limits=AttachmentLimits.from_config(config),
-            workspace=workspace_for(child_key),
+            attachments=request.attachments,
+            limits=AttachmentLimits.from_config(requester.config),
+            workspace=workspace_for(plan.child_key),
         )
     except AttachmentRefused as exc:
-        return _error(exc.message, status=exc.status)
-
-    requester_channel = requester_row.row_channel if requester_row else ""
-    system_prompt = prompts.subagent_system_prompt(
-        task=task,
-        label=label,
-        requester_key=requester.session_key,
-        requester_channel=requester_channel,
-        child_key=child_key,
-    )
-    if staged is not None:
-        system_prompt += "\n\n" + staged.prompt_suffix(mount_path)
-    from ..runs.engine import start_run
-
+        raise SpawnRefused(exc.message, status=exc.status) from None
     try:
         with transaction.atomic():
-            entry = {"spawnedBy": requester.session_key, "spawnDepth": depth + 1, "label": label}
-            if model:
-                entry["model"] = model
-            if thinking and thinking.lower() != "off":
-                entry["thinkingLevel"] = thinking.lower()
-            child, _ = store.upsert_session(api_key=None, key=child_key, entry=entry)
-            run = start_run(
-                session=child,
-                kind="spawn",
-                message=task,
-                provenance=inter_session(
-                    requester.session_key, "sessions_spawn", channel=requester_channel
-                ),
-                extra_system_prompt=system_prompt,
-                requester_key=requester.session_key,
-                requester_channel=requester_channel,
-                chain=chain,
-                timeout_seconds=timeout,
-                model=model,
-                label=label,
-                flow={
-                    "type": "spawn",
-                    "requester": requester.session_key,
-                    "requesterChannel": requester_channel,
-                    "task": task,
-                    "label": label,
-                    "cleanup": cleanup,
-                    "attachmentsDir": str(staged.abs_dir) if staged else None,
-                },
-            )
+            run = _create_child(plan, staged)
     except Exception:
         if staged is not None:
             remove_staged(staged)
         raise
-    result = {
+    result: dict[str, Any] = {
         "status": "accepted",
-        "childSessionKey": child_key,
+        "childSessionKey": plan.child_key,
         "runId": str(run.pk),
         "mode": "run",
-        "note": RUN_NOTE,
+        "note": note_for(request),
+        "expectsCompletionMessage": request.expects_completion,
     }
-    if model:
-        result["modelApplied"] = model
+    if request.completion_target:
+        result["completionTarget"] = request.completion_target
+    if request.model:
+        result["modelApplied"] = request.model
     if staged is not None:
         result["attachments"] = staged.receipt()
     return result
+
+
+def note_for(request: SpawnRequest) -> str:
+    if not request.expects_completion:
+        return QUIET_NOTE
+    return PRIVATE_NOTE if request.completion_target == "parent" else RUN_NOTE
+
+
+def _create_child(plan: SpawnPlan, staged: Staged | None) -> Run:
+    from ..runs.engine import start_run
+
+    requester, request = plan.requester, plan.request
+    entry: dict[str, Any] = {
+        "spawnedBy": requester.session_key,
+        "spawnDepth": plan.depth,
+        "label": request.label,
+    }
+    if request.model:
+        entry["model"] = request.model
+    if request.thinking and request.thinking.lower() != "off":
+        entry["thinkingLevel"] = request.thinking.lower()
+    child, _ = store.upsert_session(api_key=None, key=plan.child_key, entry=entry)
+    system_prompt = prompts.subagent_system_prompt(
+        task=request.task,
+        label=request.label,
+        requester_key=requester.session_key,
+        requester_channel=plan.requester_channel,
+        child_key=plan.child_key,
+    )
+    if staged is not None:
+        system_prompt += "\n\n" + staged.prompt_suffix(request.mount_path)
+    return start_run(
+        session=child,
+        kind="spawn",
+        message=request.task,
+        provenance=inter_session(
+            requester.session_key, "sessions_spawn", channel=plan.requester_channel
+        ),
+        extra_system_prompt=system_prompt,
+        requester_key=requester.session_key,
+        requester_channel=plan.requester_channel,
+        chain=plan.chain,
+        timeout_seconds=plan.timeout,
+        # The turn that spawned it: a sessions_yield of that turn waits for this child.
+        parent_run=current_run.get(),
+        model=request.model,
+        label=request.label,
+        flow=Flow.spawn(
+            requester=requester.session_key,
+            requester_channel=plan.requester_channel,
+            task=request.task,
+            label=request.label,
+            cleanup=request.cleanup,
+            attachments_dir=str(staged.abs_dir) if staged else None,
+            completion_target=request.completion_target,
+            expects_completion=request.expects_completion,
+        ),
+    )
+
+
+def sessions_spawn(*, requester: Requester, args: dict[str, Any] | None) -> dict:
+    """Spawn a sub-agent run. Returns {status: "accepted", runId, childSessionKey, mode, note,
+    modelApplied?, attachments?} or {status: "error" | "forbidden", error}."""
+    request = read_request(args)
+    try:
+        return start_spawn(plan_spawn(requester, request))
+    except SpawnRefused as refused:
+        return refused.result
+
+
+TOOL = Tool(DECLARATION, sessions_spawn)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django import forms
 
-from .. import keys
+from openclaw_common import keys
 
 ARCHIVED_CHOICES = [("", "Active"), ("true", "Archived"), ("all", "All")]
 KIND_CHOICES = [("", "Any kind")] + [(k, k) for k in keys.KINDS]

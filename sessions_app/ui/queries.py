@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from .. import keys, sanitize, transcript
+from openclaw_common import keys
+
+from .. import sanitize, transcript
 from ..models import Message, Run, Session, now_ms
 from ..rows import page_rows, session_row
 from . import search
@@ -145,13 +147,11 @@ def messages_before(session: Session, before: int | None, *, limit: int = MESSAG
 
 def messages_after(session: Session, after: int, *, limit: int = MESSAGE_PAGE) -> MessagePage:
     """The oldest `limit` messages with seq > after (what a live update appends)."""
-    values = list(
-        Message.objects.filter(session=session, seq__gt=after)
-        .order_by("seq")
-        .values_list(*transcript.READ_COLUMNS)[: limit + 1]
+    found = transcript.message_rows(
+        Message.objects.filter(session=session, seq__gt=after).order_by("seq")[: limit + 1]
     )
-    has_newer = len(values) > limit
-    rows = [(transcript.payload_from_values(v), transcript.scan_needed(v)) for v in values[:limit]]
+    has_newer = len(found) > limit
+    rows = [(row.payload(), row.scan_needed) for row in found[:limit]]
     return MessagePage(_project(rows), has_older=after > 0, has_newer=has_newer)
 
 

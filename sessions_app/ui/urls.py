@@ -14,6 +14,7 @@ urlpatterns = [
     path("sessions/<path:key>/panel/", views.panel_fragment, name="panel"),
     path("sessions/<path:key>/transcript.jsonl", views.download, name="download"),
     path("sessions/<path:key>/send-policy/", views.send_policy, name="send-policy"),
+    path("sessions/<path:key>/stop/", views.stop, name="stop"),
     path("sessions/<path:key>/images/<int:seq>/<int:index>/", views.image, name="image"),
     path("sessions/<path:key>/", views.transcript_page, name="transcript"),
 ]

@@ -2,8 +2,9 @@
 
 Pages: the session list (`/`), one transcript (`/sessions/<key>/`). Fragments the page script
 fetches: rows of the list (live updates), pages of messages (older, newer, around a seq, live
-appends), the side panel. Plus the JSONL download, message images, and the send-policy override
-(operators only; the same store.set_send_policy the API's PATCH calls).
+appends), the side panel. Plus the JSONL download, message images, and two operator actions: the
+send-policy override (the same store.set_send_policy the API's PATCH calls) and Stop (the same
+runs.control.stop_session the abort endpoint, the admin and the subagents tool call).
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from .. import keys, store, transcript
-from ..errors import InvalidArgument, NotFound
+from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument, NotFound
+
+from .. import store, transcript
 from ..models import Agent, GatewayConfig, Session, now_ms
+from ..runs import control
 from . import present, queries
 from .access import can_override, viewer_required
 from .errors import error_page
@@ -140,6 +144,7 @@ def _urls(session: Session) -> dict:
         "panel": base + "panel/",
         "download": base + "transcript.jsonl",
         "policy": base + "send-policy/",
+        "stop": base + "stop/",
         "images": base + "images/",
     }
 
@@ -277,13 +282,7 @@ def image(request, session: Session, settings: keys.KeySettings, seq: int, index
 @viewer_required
 def send_policy(request, key: str):
     """POST policy=allow|deny|inherit: the per-session override (operators and superusers)."""
-    if request.method != "POST":
-        response = error_page(request, 405, "Use the form on the transcript page.")
-        response["Allow"] = "POST"
-        return response
-    if not can_override(request.user):
-        return error_page(request, 403, "Only operators may change the send policy.")
-    return _set_send_policy(request, key)
+    return _operator_post(request, "change the send policy") or _set_send_policy(request, key)
 
 
 @session_view
@@ -294,4 +293,37 @@ def _set_send_policy(request, session: Session, settings: keys.KeySettings):
         return error_page(request, 400, 'policy must be "allow", "deny" or "inherit".')
     store.set_send_policy(session=session, policy=policy)
     flash.success(request, f"Send policy for this session: {policy}.")
+    return redirect(present.session_url(session.key))
+
+
+def _operator_post(request, what: str) -> HttpResponse | None:
+    """The refusal for a browser action operators may take, or None when this one may."""
+    if request.method != "POST":
+        response = error_page(request, 405, "Use the form on the transcript page.")
+        response["Allow"] = "POST"
+        return response
+    if not can_override(request.user):
+        return error_page(request, 403, f"Only operators may {what}.")
+    return None
+
+
+@viewer_required
+def stop(request, key: str):
+    """POST: stop the session's running and queued runs and every sub-agent below it."""
+    return _operator_post(request, "stop a session") or _stop(request, key)
+
+
+@session_view
+def _stop(request, session: Session, settings: keys.KeySettings):
+    stopped = control.stop_session(
+        session,
+        reason=f"stopped by {request.user.get_username()} (transcript browser)",
+        clear_queued=True,
+        cascade=True,
+    )
+    flash.success(
+        request,
+        f"Stopped: {len(stopped.aborted_run_ids)} run(s) aborted, {stopped.ended_tasks} waiting "
+        f"task(s) ended, {stopped.descendants} sub-agent session(s) below.",
+    )
     return redirect(present.session_url(session.key))

@@ -120,13 +120,12 @@ def live_url(transactional_db) -> str:
 def staff_user(username: str, password: str, *, group: str = "Operators"):
     """A staff user in the Operators or Viewers group (the groups of migration 0006, made again
     because a transactional test's flush removes them)."""
-    from django.apps import apps
-    from django.contrib.auth.models import Group, User
+    from django.contrib.auth.models import User
 
-    groups = importlib.import_module("sessions_app.migrations.0006_groups")
-    groups.create_groups(apps, None)
+    from tests.conftest import admin_groups
+
     person = User.objects.create_user(username, password=password, is_staff=True)
-    person.groups.add(Group.objects.get(name=group))
+    person.groups.add(admin_groups()[group])
     return person
 
 

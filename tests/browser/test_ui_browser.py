@@ -13,13 +13,12 @@ import importlib.util
 import re
 
 import pytest
-from django.apps import apps
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from sessions_app.models import ApiKey
 from tests.browser.conftest import ARTIFACTS, screenshot
-from tests.conftest import add_messages, make_agent, make_session, user
+from tests.conftest import add_messages, admin_groups, make_agent, make_session, user
 from tests.live import LiveServer, start_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -36,9 +35,8 @@ needs_ws = pytest.mark.skipif(
 
 def make_viewer(username: str = "vera") -> User:
     """A Viewers member, not staff (the groups are made again: a transactional flush drops them)."""
-    importlib.import_module("sessions_app.migrations.0006_groups").create_groups(apps, None)
     person = User.objects.create_user(username, password=PASSWORD)
-    person.groups.add(Group.objects.get(name="Viewers"))
+    person.groups.add(admin_groups()["Viewers"])
     return person
 
 

@@ -11,21 +11,17 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from policies_app import history, preview
-from policies_app.delivery import NO_ROUTE, deliver, enqueue_delivery
+from policies_app import history
 from policies_app.editing import EVERYTHING_WARNING
-from policies_app.models import (
-    ChannelConfig,
-    Delivery,
-    SendPolicy,
-    SendPolicyChange,
-    SendPolicyRule,
-)
+from policies_app.models import SendPolicy, SendPolicyChange, SendPolicyRule
+from sessions_app import send_policy_preview as preview
+from sessions_app.delivery import NO_ROUTE, deliver, enqueue_delivery
+from sessions_app.models import ChannelConfig, Delivery
 from tests.conftest import make_session
 
 DISCORD_GROUP = "agent:main:discord:group:dev"
 POLICY_URL = "/admin/policies_app/sendpolicy/1/change/"
-DELIVERIES_URL = "/admin/policies_app/delivery/"
+DELIVERIES_URL = "/admin/sessions_app/delivery/"
 RULE_FIELDS = ("position", "action", "channel", "chat_type", "key_prefix", "raw_key_prefix", "note")
 
 
@@ -365,7 +361,7 @@ def test_the_delivery_list_takes_the_same_queries_for_more_rows(staff_operator):
 
 
 def test_the_channel_admin_requires_a_url_for_a_webhook(staff_operator):
-    url = "/admin/policies_app/channelconfig/add/"
+    url = "/admin/sessions_app/channelconfig/add/"
     data = {"channel": "Slack", "adapter": "webhook", "webhook_url": "", "max_attempts": "5"}
     response = staff_operator.post(url, data)
     assert response.status_code == 200

@@ -3,32 +3,27 @@ it, so the admin and a direct call leave the same policy and the same history ro
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
-from django.apps import apps as django_apps
 from django.contrib.admin.models import LogEntry
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
 from django.test import Client
 
+from openclaw_common.errors import InvalidArgument
 from policies_app import editing, history
 from policies_app.editing import EVERYTHING_WARNING, save_send_policy
 from policies_app.models import SendPolicy, SendPolicyChange, SendPolicyRule
-from sessions_app.errors import InvalidArgument
+from tests.conftest import admin_groups
 from tests.policies_app.test_admin_policy import POLICY_URL, policy_post, rule, seed_policy
-
-groups_migration = importlib.import_module("sessions_app.migrations.0006_groups")
 
 DISCORD_GROUPS = {"action": "deny", "channel": "discord", "chat_type": "group"}
 
 
 @pytest.fixture
 def olivia(agents) -> User:
-    """An operator: staff in the Operators group of migration 0006 (not a superuser)."""
-    groups_migration.create_groups(django_apps, None)
+    """An operator: staff in the Operators group (not a superuser)."""
     person = User.objects.create_user("olivia", password="x", is_staff=True)
-    person.groups.add(Group.objects.get(name="Operators"))
+    person.groups.add(admin_groups()["Operators"])
     return person
 
 

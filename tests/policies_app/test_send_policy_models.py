@@ -4,9 +4,10 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from policies_app import policy
-from policies_app.models import ChannelConfig, SendPolicy, SendPolicyRule
+from policies_app.models import SendPolicy, SendPolicyRule
 from policies_app.send_policy import check_send, send_blocked_error
 from sessions_app import store
+from sessions_app.models import ChannelConfig
 from tests.conftest import make_session
 
 

@@ -2,6 +2,7 @@
 that cross processes start one with tests.live)."""
 
 from sessions_app.models import ApiKey, Run
+from sessions_app.runs import webhooks
 from sessions_app.runs.engine import execute_run
 from tests.conftest import make_agent, make_session
 
@@ -40,4 +41,7 @@ def echo_setup(main_rules: list[dict]) -> ApiKey:
     make_session("main")
     make_session("agent:echo:main")
     key, _ = ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")
+    # Which agents have a webhook is read once per process every few seconds, not per run: read
+    # it now, so pinned query counts do not catch that read.
+    webhooks.agents_with_webhooks()
     return key

@@ -1,5 +1,5 @@
 """The operator console: sessions, transcripts, runs, agents, gateway settings, API keys, and
-who may do what (Operators vs Viewers, the groups of migration 0006)."""
+who may do what (Operators vs Viewers, the groups of migration 0006, relabelled by 0009)."""
 
 from __future__ import annotations
 
@@ -7,29 +7,45 @@ import importlib
 import json
 import uuid
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.apps import apps as django_apps
-from django.contrib.auth.models import Group, User
-from django.db import transaction
+from django.contrib.auth.models import Group, Permission, User
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app.models import Agent, ApiKey, GatewayConfig, Message, Run, Session, now_ms
+from sessions_app.models import (
+    Agent,
+    ApiKey,
+    ChannelConfig,
+    GatewayConfig,
+    Message,
+    Run,
+    Session,
+    now_ms,
+)
 from sessions_app.runs import engine
 from sessions_app.runs.chain import Chain
-from tests.conftest import add_messages, assistant, make_agent, make_session, tool_result, user
+from tests.conftest import (
+    add_messages,
+    admin_groups,
+    assistant,
+    make_agent,
+    make_session,
+    tool_result,
+    user,
+)
 
-groups_migration = importlib.import_module("sessions_app.migrations.0006_groups")
+groups_migration = importlib.import_module("sessions_app.migrations.0009_delivery_moves_here")
 
 
 @pytest.fixture
 def groups(db):
-    # The migration made them; a transactional test's flush may have removed them since, and
-    # the migration's function is idempotent, so run it again.
-    groups_migration.create_groups(django_apps, None)
-    return {g.name: g for g in Group.objects.filter(name__in=["Operators", "Viewers"])}
+    return admin_groups()
 
 
 def _staff_client(name: str, group: Group) -> Client:
@@ -120,6 +136,7 @@ def test_groups_hold_the_intended_permissions(groups):
         "change_gatewayconfig",
         "change_sendpolicy",
         "view_delivery",
+        "view_completion",
         "view_schedule",
     } <= operator_perms
     viewer_perms = set(
@@ -130,8 +147,47 @@ def test_groups_hold_the_intended_permissions(groups):
         ("sessions_app", "view_message"),
         ("sessions_app", "view_run"),
         ("sessions_app", "view_agent"),
-        ("policies_app", "view_delivery"),
+        ("sessions_app", "view_delivery"),
+        ("sessions_app", "view_completion"),
     }
+
+
+def test_viewers_see_deliveries_and_operators_change_channels(op, viewer):
+    # The outbox moved from policies_app to sessions_app (migration 0009); the groups kept
+    # their rights under the new label.
+    deliveries, channels = changelist("delivery"), changelist("channelconfig")
+    assert viewer.get(deliveries).status_code == 200
+    assert viewer.get(channels).status_code == 403
+    assert op.get(deliveries).status_code == 200
+    add = {"channel": "slack", "adapter": "log", "webhook_url": "", "max_attempts": "5"}
+    assert viewer.post(reverse("admin:sessions_app_channelconfig_add"), add).status_code == 403
+    assert op.post(reverse("admin:sessions_app_channelconfig_add"), add).status_code == 302
+    assert ChannelConfig.objects.get().channel == "slack"
+
+
+def test_moving_the_outbox_keeps_permissions_and_memberships(groups):
+    """An upgraded database: content types and the permissions on them were made under
+    policies_app; 0009 relabels them, so a Viewer keeps seeing deliveries."""
+    moved = ContentType.objects.filter(
+        app_label="sessions_app", model__in=["channelconfig", "delivery"]
+    )
+    moved.update(app_label="policies_app")  # as before 0009
+    # What the admin may have created under the new label before `migrate` ran.
+    ContentType.objects.create(app_label="sessions_app", model="delivery")
+    ContentType.objects.clear_cache()
+    person = User.objects.create_user("vic", password="x", is_staff=True)
+    person.groups.add(groups["Viewers"])
+    assert User.objects.get(pk=person.pk).has_perm("policies_app.view_delivery")
+
+    groups_migration.relabel_content_types(django_apps, SimpleNamespace(connection=connection))
+
+    person = User.objects.get(pk=person.pk)  # a fresh permission cache
+    assert person.has_perm("sessions_app.view_delivery")
+    assert not person.has_perm("policies_app.view_delivery")
+    assert not ContentType.objects.filter(app_label="policies_app", model="delivery").exists()
+    change_channels = Permission.objects.get(codename="change_channelconfig")
+    assert change_channels.content_type.app_label == "sessions_app"
+    assert groups["Operators"].permissions.filter(pk=change_channels.pk).exists()
 
 
 # --- pages load -----------------------------------------------------------------------------
@@ -610,3 +666,46 @@ def test_viewer_cannot_reach_any_change_view_add_view_or_action(viewer, tree):
     assert not Agent.objects.filter(pk="helper").exists()
     assert ApiKey.objects.count() == 1
     assert Message.objects.filter(session=main).count() == 6  # 5 + the queued run input
+
+
+@pytest.mark.parametrize(
+    "old,new",
+    [
+        ("/admin/policies_app/delivery/", "/admin/sessions_app/delivery/"),
+        (
+            "/admin/policies_app/channelconfig/3/change/",
+            "/admin/sessions_app/channelconfig/3/change/",
+        ),
+        (
+            "/admin/policies_app/delivery/?status__exact=failed",
+            "/admin/sessions_app/delivery/?status__exact=failed",
+        ),
+    ],
+)
+def test_the_outbox_admin_pages_old_addresses_redirect(db, old, new):
+    response = Client().get(old)
+    assert response.status_code == 301 and response["Location"] == new
+
+
+def test_stop_button_stops_the_session_and_its_sub_agents(op, viewer, agents):
+
+    main = make_session("agent:main:main")
+    child = make_session("agent:main:subagent:c1", spawnedBy=main.key, spawnDepth=1)
+    with transaction.atomic():
+        runs = [
+            engine.start_run(
+                session=s, kind="ingest", message="work", chain=Chain(uuid.uuid4(), ("main",))
+            )
+            for s in (main, child)
+        ]
+    url = reverse("admin:sessions_app_session_stop", args=[main.pk])
+    assert viewer.post(url).status_code == 403
+    response = op.post(url, follow=True)
+    assert response.status_code == 200 and "Stopped: 2 run(s) aborted" in response.content.decode()
+    assert {r.status for r in Run.objects.filter(pk__in=[r.pk for r in runs])} == {Run.ABORTED}
+    page = op.get(reverse("admin:sessions_app_session_change", args=[main.pk])).content.decode()
+    assert reverse("admin:sessions_app_session_stop", args=[main.pk]) in page
+
+
+def test_completions_are_listed_for_viewers(viewer, agents):
+    assert viewer.get(reverse("admin:sessions_app_completion_changelist")).status_code == 200

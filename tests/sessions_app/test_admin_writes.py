@@ -5,21 +5,16 @@ shared shapes: change-page buttons (admin_actions.py) and one-row pages (admin_s
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
-from django.apps import apps as django_apps
 from django.contrib import admin
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from policies_app.models import ChannelConfig, SendPolicy, SendPolicyChange
+from policies_app.models import SendPolicy, SendPolicyChange
 from sessions_app.admin import ReadOnlyModelAdmin
-from sessions_app.models import GatewayConfig
-from tests.conftest import make_session
-
-groups_migration = importlib.import_module("sessions_app.migrations.0006_groups")
+from sessions_app.models import ChannelConfig, GatewayConfig
+from tests.conftest import admin_groups, make_session
 
 OUR_APPS = {"sessions_app", "policies_app"}
 
@@ -72,11 +67,11 @@ def test_every_admin_that_saves_calls_our_functions(superuser_request):
 @pytest.fixture
 def people(db):
     """An operator and a viewer, in the groups of migration 0006 (made again after a flush)."""
-    groups_migration.create_groups(django_apps, None)
+    groups = admin_groups()
     clients = {}
     for name, group in (("olivia", "Operators"), ("victor", "Viewers")):
         person = User.objects.create_user(name, password="x", is_staff=True)
-        person.groups.add(Group.objects.get(name=group))
+        person.groups.add(groups[group])
         clients[group] = Client()
         clients[group].force_login(person)
     return clients
@@ -125,9 +120,9 @@ def test_a_viewer_cannot_change_the_send_policy_or_channels(people, agents):
     form.update({"rules-INITIAL_FORMS": "0", "rules-MIN_NUM_FORMS": "0"})
     assert viewer.post(policy_url, form).status_code == 403
     assert viewer.get(policy_url, {"preview_key": "agent:main:main"}).status_code == 403
-    channels_url = reverse("admin:policies_app_channelconfig_changelist")
+    channels_url = reverse("admin:sessions_app_channelconfig_changelist")
     assert viewer.get(channels_url).status_code == 403
     add = {"channel": "slack", "adapter": "log", "max_attempts": "5"}
-    assert viewer.post(reverse("admin:policies_app_channelconfig_add"), add).status_code == 403
+    assert viewer.post(reverse("admin:sessions_app_channelconfig_add"), add).status_code == 403
     assert not SendPolicy.load().enabled and not SendPolicyChange.objects.exists()
     assert not ChannelConfig.objects.exists()

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sessions_app import keys
-from sessions_app.keys import KeySettings
+from openclaw_common import keys
+from openclaw_common.keys import KeySettings
 
 GLOBAL = KeySettings(scope="global")
 CUSTOM_MAIN = KeySettings(main_key="home")

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from openclaw_common.errors import Forbidden, InvalidArgument
 from sessions_app.agents import clean_backend
-from sessions_app.errors import Forbidden, InvalidArgument
 from sessions_app.runs import tool_specs
 from sessions_app.runs.backends import BackendError, TurnAborted, TurnInput, get_backend
 from sessions_app.runs.backends import openai as openai_backend
@@ -517,6 +517,7 @@ def test_numeric_parameters_are_type_number_not_integer():
         "sessions_history": {"limit", "offset"},
         "sessions_send": {"timeoutSeconds"},
         "sessions_spawn": {"runTimeoutSeconds"},
+        "subagents": {"recentMinutes", "timeoutSeconds"},
     }
     for name, spec in tool_specs.TOOL_SPECS.items():
         props = spec.parameters["properties"]
@@ -526,7 +527,7 @@ def test_numeric_parameters_are_type_number_not_integer():
 
 def test_parameter_names_are_the_ones_the_tools_accept():
     for name in ("sessions_list", "sessions_history"):
-        accepted = importlib.import_module(f"sessions_app.tools.{name}").ARGS
+        accepted = importlib.import_module(f"sessions_app.tools.{name}").DECLARATION.names
         assert set(tool_specs.TOOL_SPECS[name].parameters["properties"]) == set(accepted)
     assert tool_specs.TOOL_SPECS["agents_list"].parameters["properties"] == {}
     send = tool_specs.TOOL_SPECS["sessions_send"].parameters
@@ -546,6 +547,8 @@ def test_parameter_names_are_the_ones_the_tools_accept():
         "model",
         "runTimeoutSeconds",
         "cleanup",
+        "completionTarget",
+        "expectsCompletionMessage",
         "attachments",
         "attachAs",
     }
@@ -560,7 +563,9 @@ def test_schema_offers_only_arguments_the_tool_accepts(name):
         module = importlib.import_module(f"sessions_app.tools.{name}")
     except ModuleNotFoundError:
         pytest.skip(f"sessions_app.tools.{name} is not written yet")
-    assert set(tool_specs.TOOL_SPECS[name].parameters["properties"]) <= set(module.ARGS)
+    assert set(tool_specs.TOOL_SPECS[name].parameters["properties"]) <= set(
+        module.DECLARATION.names
+    )
 
 
 def names(specs):
@@ -573,8 +578,21 @@ def test_an_agent_gets_every_tool_by_default():
 
 
 def test_a_subagent_gets_no_session_tools_by_default():
+    # A leaf (at maxSpawnDepth, as every sub-agent is with the default depth 1) keeps only
+    # sessions_yield, which 9.6 never denies (it pauses with it).
     assert not set(names(tools_for([], [], is_subagent=True))) & set(SESSION_TOOLS)
-    assert names(tools_for([], [], is_subagent=True)) == []
+    assert names(tools_for([], [], is_subagent=True)) == ["sessions_yield"]
+
+
+def test_an_orchestrator_subagent_gets_the_orchestrator_tools():
+    offered = tools_for([], [], is_subagent=True, orchestrator=True)
+    assert names(offered) == [
+        "sessions_list",
+        "sessions_history",
+        "sessions_spawn",
+        "sessions_yield",
+        "subagents",
+    ]
 
 
 def test_allow_list_limits_the_tools():
@@ -592,18 +610,26 @@ def test_deny_list_removes_tools():
         "sessions_list",
         "sessions_history",
         "sessions_spawn",
+        "sessions_yield",
+        "subagents",
     ]
     assert names(tools_for(["*"], ["sessions_spawn"], is_subagent=True)) == [
         "sessions_list",
         "sessions_history",
         "sessions_send",
+        "sessions_yield",
+        "subagents",
         "agents_list",
     ]
     assert tools_for([], ["*"], is_subagent=False) == []
 
 
-def test_group_sessions_names_the_four_session_tools():
-    assert names(tools_for([], ["group:sessions"], is_subagent=False)) == ["agents_list"]
+def test_group_sessions_names_the_session_tools():
+    # The four of the seeds and `subagents`; sessions_yield is in no group (never denied).
+    assert names(tools_for([], ["group:sessions"], is_subagent=False)) == [
+        "sessions_yield",
+        "agents_list",
+    ]
 
 
 def test_tools_for_returns_copies():

@@ -245,7 +245,7 @@ def test_transcript_jsonl_is_openclaw_shaped(agent_main, main_session):
 def test_history_query_count_is_fixed(agent_main, main_session, django_assert_num_queries):
     from sessions_app.identity import requester_for
     from sessions_app.models import ApiKey
-    from sessions_app.tools import sessions_history
+    from sessions_app.tools.sessions_history import sessions_history
 
     add_messages(main_session, *[user("x") for _ in range(300)])
     requester = requester_for(ApiKey.objects.get(scope="agent", sandboxed=False))

@@ -260,7 +260,7 @@ def _requester():
 def test_query_count_does_not_grow_with_rows(
     agent_main, see_all, django_assert_num_queries, message_limit
 ):
-    from sessions_app.tools import sessions_list
+    from sessions_app.tools.sessions_list import sessions_list
 
     def fill(n):
         for i in range(n):
@@ -305,7 +305,7 @@ def test_all_visibility_reads_agents_only_for_a_restrictive_allow_list(
     for key in ("main", "agent:research:main", "agent:other:main"):
         add_messages(make_session(key), user("hi"), tool_result("t"), assistant("yo"))
     requester = _requester()
-    from sessions_app.tools import sessions_list
+    from sessions_app.tools.sessions_list import sessions_list
 
     with django_assert_num_queries(page_queries() + 1 + agents_read):
         details = sessions_list(requester=requester, args={"messageLimit": 2})

@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app import keys
-from sessions_app.errors import InvalidArgument
+from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument
 from sessions_app.identity import create_api_key
 from sessions_app.models import Agent
 

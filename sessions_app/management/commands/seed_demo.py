@@ -3,7 +3,8 @@
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from sessions_app import keys, store
+from openclaw_common import keys
+from sessions_app import store
 from sessions_app.agents import upsert_agent
 from sessions_app.models import GatewayConfig, Session, now_ms
 
@@ -25,6 +26,46 @@ AGENTS = {
                 QUIET_LOOP,
                 {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
                 {"match": "(?i)ping", "reply": "pong"},
+                # The README's orchestration: two researchers, a yield, one answer with both.
+                {
+                    "match": "(?i)compare",
+                    "on": ["ingest", "send"],
+                    "toolCalls": [
+                        {
+                            "name": "sessions_spawn",
+                            "arguments": {
+                                "agentId": "research",
+                                "task": "Research SQLite for the embedded default",
+                                "label": "sqlite",
+                            },
+                        },
+                        {
+                            "name": "sessions_spawn",
+                            "arguments": {
+                                "agentId": "research",
+                                "task": "Research PostgreSQL for production",
+                                "label": "postgresql",
+                            },
+                        },
+                        {
+                            "name": "sessions_yield",
+                            "arguments": {
+                                "acknowledgment": "Asked two researchers; I will compare "
+                                "when both are back."
+                            },
+                        },
+                    ],
+                },
+                {  # the turn after the yield: every child of the batch has reported
+                    "match": "yielded for have all completed",
+                    "on": ["completion"],
+                    "reply": "Both researchers are back:\n{childResults}",
+                },
+                {  # one sub-agent's result (a spawn without a yield)
+                    "match": ".*",
+                    "on": ["completion"],
+                    "reply": "My sub-agent is done: {childResults}",
+                },
             ],
         },
         "subagents": {"allowAgents": ["research"]},
@@ -46,6 +87,19 @@ AGENTS = {
                     "match": ".*",
                     "on": ["announce"],
                     "reply": "Research desk answered a question from another agent.",
+                },
+                # Before the plain question below: these tasks mention SQLite too.
+                {
+                    "match": "(?i)research sqlite",
+                    "on": ["spawn"],
+                    "reply": "SQLite: one file and no server, WAL lets readers run beside the "
+                    "writer; right for the embedded default.",
+                },
+                {
+                    "match": "(?i)research postgresql",
+                    "on": ["spawn"],
+                    "reply": "PostgreSQL: a server with row locks and MVCC; right for "
+                    "production with several workers.",
                 },
                 {
                     "match": "(?i)sqlite",

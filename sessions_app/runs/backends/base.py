@@ -19,6 +19,12 @@ class TurnAborted(Exception):
     """Raised by `check_abort` when the run was aborted or ran past its deadline."""
 
 
+def ends_turn(details: dict[str, Any]) -> bool:
+    """A tool result that ends the turn once the model's current response is handled: the
+    agent yielded (sessions_yield); the backend returns what the turn has so far."""
+    return details.get("status") == "yielded"
+
+
 @dataclass
 class ToolSpec:
     """A tool the agent may call: name, description and JSON schema of its arguments."""

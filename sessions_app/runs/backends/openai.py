@@ -19,8 +19,17 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ...errors import ToolError
-from .base import BackendError, CallTool, CheckAbort, ToolSpec, TurnInput, TurnOutput
+from openclaw_common.errors import ToolError
+
+from .base import (
+    BackendError,
+    CallTool,
+    CheckAbort,
+    ToolSpec,
+    TurnInput,
+    TurnOutput,
+    ends_turn,
+)
 
 REQUEST_TIMEOUT_SECONDS = 120
 # How often an in-flight request checks for an abort or a passed deadline.
@@ -92,6 +101,7 @@ class OpenAIBackend:
             out.append(
                 {"role": "assistant", "content": content + blocks, **meta, "stopReason": "toolUse"}
             )
+            yielded = False
             for block in blocks:
                 check_abort()
                 name = block["name"]
@@ -105,7 +115,10 @@ class OpenAIBackend:
                     }
                 else:
                     details = run_tool(call_tool, name, block["arguments"])
+                    yielded = yielded or ends_turn(details)
                 out.append(tool_result(block, details))
+            if yielded:  # sessions_yield: this response's calls are answered; the turn ends
+                return TurnOutput(messages=out, usage=totals)
 
 
 def endpoint_url(base_url: str) -> str:
@@ -289,7 +302,9 @@ def tool_call_blocks(calls: list[Any]) -> tuple[list[dict[str, Any]], dict[str, 
     bad: dict[str, str] = {}
     for i, call in enumerate(calls):
         call = call if isinstance(call, dict) else {}
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = call.get("function")
+        if not isinstance(function, dict):
+            function = {}
         call_id = str(call.get("id") or f"call_{i}")
         raw = function.get("arguments")
         arguments: Any = {}

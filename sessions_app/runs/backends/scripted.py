@@ -6,7 +6,9 @@ Settings: {"type": "scripted", "rules"?: [...], "delayMs"?: n}. The first rule w
    "reply"?: "text with {input}", "toolCalls"?: [{"name", "arguments"}],
    "error"?: "message", "delayMs"?: n}
 `toolCalls` run first (as the session's own tool calls), then `reply` is given; `{input}` is the
-last user text and `{toolResult}` the last tool result's text. With no rule, the reply is
+last user text, `{toolResult}` the last tool result's text and `{childResults}` the child results
+of a completion turn's message (one per line). A turn whose tool calls yielded (sessions_yield)
+ends with them. With no rule, the reply is
 `ACK: <first 60 chars of the last user text>` (api.md §3).
 """
 
@@ -18,9 +20,9 @@ import time
 import uuid
 from typing import Any
 
-from .base import BackendError, CallTool, CheckAbort, TurnInput, TurnOutput
+from .base import BackendError, CallTool, CheckAbort, TurnInput, TurnOutput, ends_turn
 
-RUN_KINDS = ("send", "step", "announce", "spawn", "ingest")
+RUN_KINDS = ("send", "step", "announce", "spawn", "ingest", "completion")
 
 
 def last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -36,6 +38,14 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
                     if isinstance(b, dict) and b.get("type") == "text"
                 )
     return ""
+
+
+_CHILD_RESULT = re.compile(r"<prompt-data>\n(.*?)\n</prompt-data>", re.DOTALL)
+
+
+def child_results(text: str) -> str:
+    """The results a completion message carries (runs/prompts.completion_message)."""
+    return "\n".join(match.strip() for match in _CHILD_RESULT.findall(text))
 
 
 def pick_rule(rules: list[dict[str, Any]], *, text: str, kind: str) -> dict[str, Any] | None:
@@ -82,9 +92,11 @@ class ScriptedBackend:
                     }
                 )
             out.append(self._assistant(blocks, turn, stop="toolUse"))
+            yielded = False
             for block in blocks:
                 check_abort()
                 details = call_tool(block["name"], block["arguments"])
+                yielded = yielded or ends_turn(details)
                 tool_text = json.dumps(details, ensure_ascii=False)
                 out.append(
                     {
@@ -95,8 +107,15 @@ class ScriptedBackend:
                         "isError": details.get("status") in ("error", "forbidden"),
                     }
                 )
+            if yielded:  # the turn ends with its tool calls; the engine adds the acknowledgment
+                return TurnOutput(messages=out, usage={"input": 0, "output": 0, "totalTokens": 0})
         if "reply" in rule:
-            reply = rule["reply"].replace("{input}", text).replace("{toolResult}", tool_text)
+            reply = (
+                rule["reply"]
+                .replace("{input}", text)
+                .replace("{toolResult}", tool_text)
+                .replace("{childResults}", child_results(text))
+            )
         else:
             reply = f"ACK: {text[:60]}"
         out.append(self._assistant([{"type": "text", "text": reply}], turn, stop="stop"))
@@ -111,7 +130,7 @@ class ScriptedBackend:
         )
 
     @staticmethod
-    def _assistant(blocks, turn: TurnInput, *, stop: str) -> dict[str, Any]:
+    def _assistant(blocks: list[dict[str, Any]], turn: TurnInput, *, stop: str) -> dict[str, Any]:
         return {
             "role": "assistant",
             "content": blocks,

@@ -4,6 +4,7 @@
 - Refusal (Forbidden, NotFound): the tool ran and said no. `/tools/invoke` returns it as a
   result (`details = {"status": ..., "error": ...}`, as OpenClaw does); REST returns 403/404.
 - AccessDenied: the API key may not act as the requested session or use this endpoint. 403.
+- Unauthenticated: no usable API key. 401.
 """
 
 
@@ -39,3 +40,15 @@ class NotFound(Refusal):
 class AccessDenied(ToolError):
     http_status = 403
     error_type = "forbidden"
+
+
+class Unauthenticated(ToolError):
+    """No usable API key (missing, malformed, unknown or revoked): 401, with one text on every
+    way in, so a client cannot probe which of those it was."""
+
+    http_status = 401
+    error_type = "unauthorized"
+    TEXT = "Invalid or missing API key: send Authorization: Bearer <api key>"
+
+    def __init__(self, message: str = TEXT):
+        super().__init__(message)

@@ -14,7 +14,8 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from policies_app.delivery import (
+from policies_app.models import SendPolicy, SendPolicyRule
+from sessions_app.delivery import (
     DeliveryTarget,
     announce_target,
     deliver,
@@ -22,8 +23,7 @@ from policies_app.delivery import (
     retry_delivery,
     retry_due_deliveries,
 )
-from policies_app.models import ChannelConfig, Delivery, SendPolicy, SendPolicyRule
-from sessions_app.models import Run, Session
+from sessions_app.models import ChannelConfig, Delivery, Run, Session
 from tests.conftest import make_session
 
 DISCORD_GROUP = "agent:main:discord:group:dev"
@@ -154,7 +154,7 @@ def test_the_task_is_queued_only_after_commit(agents, django_capture_on_commit_c
         assert OrmQ.objects.count() == 0
     assert len(callbacks) == 1
     queued = OrmQ.objects.get()
-    assert queued.func() == "policies_app.delivery.deliver" and queued.args() == (delivery.pk,)
+    assert queued.func() == "sessions_app.delivery.deliver" and queued.args() == (delivery.pk,)
 
 
 # --- adapters -------------------------------------------------------------------------------

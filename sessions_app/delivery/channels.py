@@ -8,8 +8,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from sessions_app.errors import InvalidArgument
+from openclaw_common.errors import InvalidArgument
 
+from .adapters import channel_adapters
 from .models import ChannelConfig
 
 MAX_ATTEMPTS_LIMIT = 32767  # PositiveSmallIntegerField on every backend
@@ -23,14 +24,15 @@ def save_channel(
     max_attempts: int = ChannelConfig.DEFAULT_MAX_ATTEMPTS,
     channel_id: int | None = None,
 ) -> ChannelConfig:
-    """Create a channel row, or change the row `channel_id`. The name is stored lowercased; a
-    webhook channel needs an http(s) `webhook_url`. Raises InvalidArgument naming the field."""
+    """Create a channel row, or change the row `channel_id`. The name is stored lowercased;
+    `adapter` is the name of a registered channel adapter (adapters.channel_adapters()); a webhook channel needs an
+    http(s) `webhook_url`. Raises InvalidArgument naming the field."""
     name = (channel or "").strip().lower() if isinstance(channel, str) else None
     if not name:
         raise InvalidArgument("channel must be a non-empty name")
-    if adapter not in dict(ChannelConfig.ADAPTERS):
-        choices = ", ".join(dict(ChannelConfig.ADAPTERS))
-        raise InvalidArgument(f"adapter must be one of {choices}")
+    allowed = channel_adapters()
+    if not isinstance(adapter, str) or adapter not in allowed:
+        raise InvalidArgument(f"adapter must be one of {', '.join(allowed)}")
     if (
         isinstance(max_attempts, bool)
         or not isinstance(max_attempts, int)
@@ -61,6 +63,12 @@ def check_webhook_url(adapter: str, webhook_url: str) -> None:
     """A webhook channel needs somewhere to send to (the admin form shows this on its field)."""
     if adapter == ChannelConfig.WEBHOOK and not webhook_url:
         raise InvalidArgument("A webhook channel needs a webhook URL.")
+
+
+def configured_channels() -> list[str]:
+    """The names of the channels that have a row. The send-policy editor takes them as known
+    channels besides OpenClaw's (policies_app.editing cannot look here itself)."""
+    return list(ChannelConfig.objects.values_list("channel", flat=True))
 
 
 def delete_channels(channel_ids: list[int]) -> int:

@@ -6,11 +6,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from policies_app import channels
-from policies_app.models import ChannelConfig
-from sessions_app.errors import InvalidArgument
+from openclaw_common.errors import InvalidArgument
+from sessions_app.delivery import channels
+from sessions_app.models import ChannelConfig
 
-CHANNELS_URL = "/admin/policies_app/channelconfig/"
+CHANNELS_URL = "/admin/sessions_app/channelconfig/"
 
 
 @pytest.fixture

@@ -1,15 +1,16 @@
 """What the send policy would decide: for one session key (the admin preview) and over every
 active session (how many it would block). Both go through the pure `policy.evaluate()`, so
-they explain a decision exactly as a delivery would.
+they explain a decision exactly as a delivery would. It reads sessions, so it lives here rather
+than in policies_app, which decides without knowing what a session row is.
 """
 
 from __future__ import annotations
 
-from sessions_app import keys
-from sessions_app.models import GatewayConfig, Session
+from openclaw_common import keys
+from policies_app import policy
+from policies_app.models import SendPolicy
 
-from . import policy
-from .models import SendPolicy
+from .models import GatewayConfig, Session
 
 COUNT_CHUNK = 2000
 

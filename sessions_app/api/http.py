@@ -1,0 +1,195 @@
+"""The API's one edge. Every way in over HTTP (`/tools/invoke`, the async views that wait, the DRF
+resources) authenticates, reads its body, resolves the requester and reports errors here, so they
+answer alike: `{"ok": false, "error": {"type", "message"}}` with the right status.
+
+- `endpoint(*methods)`: the decorator of the plain async views (method, key, errors).
+- `read_json_object()` / `decode_json()`: the body, under the size limit, as strict JSON.
+- `requester()`: the session the key acts as (`X-OpenClaw-Session-Key`, default its main session).
+- `error_response()`: a domain error, an oversized body or an unreachable database as a response;
+  the DRF exception handler (api/drf.py) calls it too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import OperationalError
+from django.http import HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from openclaw_common.errors import InvalidArgument, ToolError, Unauthenticated
+
+from ..identity import Requester, authenticate, requester_for
+from ..jsontext import dumps_bytes
+from ..models import ApiKey
+from ..store import check_storable
+
+SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
+WWW_AUTHENTICATE = 'Bearer realm="openclaw-sessions"'
+UNAVAILABLE = "the database is busy or unreachable; retry shortly"
+TOO_LARGE = "request body is larger than the limit"
+ERROR_TYPES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+    503: "unavailable",
+}
+
+
+# --- responses ------------------------------------------------------------------------------
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None):
+    return HttpResponse(
+        dumps_bytes(body), status=status, content_type="application/json", headers=headers
+    )
+
+
+def envelope(error_type: str, message: str) -> dict:
+    return {"ok": False, "error": {"type": error_type, "message": message}}
+
+
+def error_json(
+    status: int, message: str, error_type: str | None = None, headers: dict | None = None
+):
+    return json_response(
+        envelope(error_type or ERROR_TYPES.get(status, "error"), message), status, headers
+    )
+
+
+def error_response(exc: BaseException, *, invalid_type: str | None = None) -> HttpResponse | None:
+    """The response for an error the API expects, or None for a bug (it stays a 500).
+
+    `invalid_type`: the error type of a 400 (`/tools/invoke` says `tool_error`, as OpenClaw)."""
+    if isinstance(exc, Unauthenticated):
+        return error_json(401, exc.message, headers={"WWW-Authenticate": WWW_AUTHENTICATE})
+    if isinstance(exc, ToolError):
+        error_type = invalid_type if invalid_type and exc.http_status == 400 else exc.error_type
+        return error_json(exc.http_status, exc.message, error_type)
+    if isinstance(exc, RequestDataTooBig):
+        return error_json(413, TOO_LARGE)
+    if is_unavailable(exc):
+        return error_json(503, UNAVAILABLE, headers={"Retry-After": "1"})
+    return None
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """A connection that could not be had (pool timeout, server down, SQLite locked too long)."""
+    if isinstance(exc, OperationalError):
+        return True
+    try:
+        from psycopg_pool import PoolTimeout
+    except ImportError:  # pragma: no cover - the pool is installed with psycopg[pool]
+        return False
+    return isinstance(exc, PoolTimeout) or isinstance(exc.__cause__, PoolTimeout)
+
+
+# --- bodies ---------------------------------------------------------------------------------
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _refuse_constant(name: str):
+    raise _NotJson(f"{name} is not JSON")
+
+
+def decode_json(raw: bytes) -> Any:
+    """Strict UTF-8 + JSON (no NaN/Infinity, no strings a column cannot hold). Raises
+    InvalidArgument with a message for the client."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgument("request body is not valid UTF-8") from None
+    if not text.strip():
+        raise InvalidArgument("request body is empty; send a JSON object")
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        # ValueError also covers integers past int()'s 4300-digit limit.
+        raise InvalidArgument(f"request body is not valid JSON: {exc}") from None
+    check_storable(data)
+    return data
+
+
+def check_size(declared_length: str | None) -> None:
+    """Refuse a body whose declared length is over the limit before reading it."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if (
+        limit is not None
+        and declared_length
+        and declared_length.isdigit()
+        and int(declared_length) > limit
+    ):
+        raise RequestDataTooBig(TOO_LARGE)
+
+
+def read_json_object(request) -> dict:
+    """The request's body: a JSON object under the size limit. Raises InvalidArgument or
+    RequestDataTooBig (Django's own check, for a body without a declared length)."""
+    check_size(request.META.get("CONTENT_LENGTH"))
+    body = decode_json(request.body)
+    if not isinstance(body, dict):
+        raise InvalidArgument("request body must be a JSON object")
+    return body
+
+
+# --- who is calling -------------------------------------------------------------------------
+
+
+FROM_HEADER: Any = object()
+
+
+def requester(
+    api_key: ApiKey, request, *, session_key: Any = FROM_HEADER, agent_id: Any = None
+) -> Requester:
+    """The session `api_key` acts as: `session_key` (the REST resources: the
+    X-OpenClaw-Session-Key header; /tools/invoke: its body's `sessionKey`), else the key's
+    default. Raises AccessDenied or InvalidArgument."""
+    if session_key is FROM_HEADER:
+        session_key = request.META.get(SESSION_HEADER)
+    return requester_for(api_key, session_key=session_key, agent_id=agent_id)
+
+
+# --- plain async views ----------------------------------------------------------------------
+
+
+def endpoint(*methods: str, invalid_type: str | None = None):
+    """An async API view: method check (405), API key (401, as `request.api_key`), and every
+    expected error as the envelope. The key is checked before the body is read."""
+
+    def wrap(view):
+        @csrf_exempt
+        @functools.wraps(view)
+        async def handler(request, *args, **kwargs):
+            if request.method not in methods:
+                return error_json(
+                    405, f"Use {' or '.join(methods)}", headers={"Allow": ", ".join(methods)}
+                )
+            try:
+                request.api_key = await sync_to_async(authenticate)(
+                    request.META.get("HTTP_AUTHORIZATION")
+                )
+                return await view(request, *args, **kwargs)
+            except Exception as exc:
+                response = error_response(exc, invalid_type=invalid_type)
+                if response is None:
+                    raise
+                return response
+
+        handler.allowed_methods = methods  # (the API schema test reads it)
+        return handler
+
+    return wrap

@@ -1,0 +1,198 @@
+"""A tool declared once: name, description, parameters and the shape of its result.
+
+Everything a caller sees of a tool comes from its declaration: the argument checking the tool
+runs (`Declaration.read`, with the error texts of sessions_app/args.py), the JSON schema a model
+is offered (runs/tool_specs.py), the `/tools/invoke` request and response documented in the
+OpenAPI schema (api/schema.py), the WebSocket RPC table (live/consumer.py) and any later
+protocol (MCP). tests/sessions_app/test_tool_declarations.py checks that they all agree.
+
+Numbers are JSON type `number`, not `integer`, as OpenClaw's schemas are (Gemini refuses
+`integer` in some positions); the reader floors finite numbers (args.py). Schemas carry no
+`additionalProperties` (some OpenAI-compatible servers refuse the keyword); the reader refuses
+unknown names itself. Clamps (a `limit` above its ceiling is lowered, not refused) are told in
+the description, never as a schema `maximum`, which strict clients would enforce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from openclaw_common.errors import InvalidArgument
+
+from ..args import Args
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument. `advertised=False`: accepted for OpenClaw compatibility but offered to no
+    one (an alias, or a value this service can only refuse); the description says why."""
+
+    name: str
+    description: str
+    advertised: bool = field(default=True, kw_only=True)
+    required: bool = field(default=False, kw_only=True)
+
+    def schema(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def read(self, args: Args) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Integer(Param):
+    minimum: int = 0
+    default: int | None = None
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "number", "minimum": self.minimum, "description": self.description}
+
+    def read(self, args: Args) -> int | None:
+        return args.integer(self.name, minimum=self.minimum, default=self.default)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Boolean(Param):
+    default: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "boolean", "description": self.description}
+
+    def read(self, args: Args) -> bool:
+        return args.boolean(self.name, default=self.default)
+
+
+@dataclass(frozen=True, kw_only=True)
+class String(Param):
+    max_length: int = 10_000
+    # Schema-only hints; the reader trims, and treats a blank string as absent.
+    min_length: int | None = None
+    enum: tuple[str, ...] = ()
+
+    def schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "description": self.description}
+        if self.enum:
+            schema["enum"] = list(self.enum)
+        if self.min_length is not None:
+            schema["minLength"] = self.min_length
+        schema["maxLength"] = self.max_length
+        return schema
+
+    def read(self, args: Args) -> str | None:
+        return args.string(self.name, required=self.required, max_length=self.max_length)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StringList(Param):
+    """An array of strings (a comma-separated string too, as REST query strings carry them),
+    read trimmed and lowercased."""
+
+    max_items: int = 50
+    max_length: int = 64
+    item_enum: tuple[str, ...] = ()
+
+    def schema(self) -> dict[str, Any]:
+        items: dict[str, Any] = {"type": "string"}
+        if self.item_enum:
+            items["enum"] = list(self.item_enum)
+        return {"type": "array", "items": items, "description": self.description}
+
+    def read(self, args: Args) -> list[str] | None:
+        return args.string_list(self.name, max_items=self.max_items, max_length=self.max_length)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice(Param):
+    """One of a fixed set: `choices` maps each accepted input to the value the tool gets;
+    `enum` is what the schema offers; `describe` ends the error text ("x must be <describe>")."""
+
+    choices: Mapping[Any, Any]
+    enum: tuple[str, ...]
+    describe: str
+    default: Any = None
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.enum), "description": self.description}
+
+    def read(self, args: Args) -> Any:
+        return args.choice(self.name, self.choices, default=self.default, describe=self.describe)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Structured(Param):
+    """A value with its own shape (an array of objects, an object): the schema is given, and the
+    tool checks the value itself (it gets it as sent, or None)."""
+
+    shape: dict[str, Any]
+
+    def schema(self) -> dict[str, Any]:
+        return {**self.shape, "description": self.description}
+
+    def read(self, args: Args) -> Any:
+        return args.raw.get(self.name) if args.has(self.name) else None
+
+
+@dataclass(frozen=True)
+class Declaration:
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    # JSON schema of the details the tool returns (refusals aside: {status, error}).
+    result: dict[str, Any]
+    # Argument names refused before anything else, with a text that points somewhere better.
+    refused: Mapping[str, str] = field(default_factory=dict)
+    # OpenClaw's tool-policy group (`group:sessions`), if any.
+    group: str | None = None
+    # The gateway RPC method that calls this tool over the WebSocket, if any.
+    rpc: str | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params)
+
+    def read(self, raw: Any) -> SimpleNamespace:
+        """Check `raw` and return each parameter's value by name, in declaration order (so the
+        first bad argument is the one named). Raises InvalidArgument."""
+        if isinstance(raw, Mapping):
+            for name, message in self.refused.items():
+                if name in raw:
+                    raise InvalidArgument(message.format(name=name))
+        args = Args(raw, self.names, tool=self.name)
+        values = SimpleNamespace(raw=args.raw)
+        for param in self.params:
+            setattr(values, param.name, param.read(args))
+        return values
+
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments, as every protocol offers it."""
+        advertised = [p for p in self.params if p.advertised]
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {p.name: p.schema() for p in advertised},
+        }
+        required = [p.name for p in advertised if p.required]
+        if required:
+            schema["required"] = required
+        return schema
+
+
+# A tool's function: keyword-only requester and raw args, returns the details dict.
+RunTool = Callable[..., dict[str, Any]]
+RunToolAsync = Callable[..., Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A declaration and the function that does it. `run_async`, for tools that wait: async
+    adapters call it so the wait holds no thread."""
+
+    declaration: Declaration
+    run: RunTool
+    run_async: RunToolAsync | None = None
+
+    @property
+    def name(self) -> str:
+        return self.declaration.name

@@ -1,0 +1,44 @@
+"""The gateway RPCs that call tools are the tools' declarations: each declared `rpc` is a method
+of /ws/, takes the tool's arguments with the tool's own errors, and answers with the details
+/tools/invoke answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.live.consumer import METHODS
+from sessions_app.tools import TOOLS
+from tests.conftest import add_messages, assistant, make_session, user
+from tests.live_updates.conftest import connected, db
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+DECLARED = {t.declaration.rpc: t.name for t in TOOLS if t.declaration.rpc}
+
+
+async def test_every_declared_rpc_is_a_method():
+    assert DECLARED == {"sessions.list": "sessions_list", "chat.history": "sessions_history"}
+    assert set(DECLARED) <= set(METHODS)
+
+
+@pytest.mark.parametrize("method", sorted(DECLARED))
+async def test_an_rpc_checks_arguments_as_its_tool(operator, method):
+    async with connected(operator.token) as client:
+        res = await client.request(method, {"nope": 1})
+    message = f"Unknown argument for {DECLARED[method]}: nope"
+    assert res["error"] == {"code": "invalid_request", "message": message}
+    invoked = await db(operator.invoke)(DECLARED[method], {"nope": 1})
+    assert invoked.json()["error"]["message"] == message
+
+
+@pytest.mark.parametrize(
+    "method,params",
+    [("sessions.list", {"messageLimit": 2}), ("chat.history", {"sessionKey": "main"})],
+)
+async def test_an_rpc_answers_what_tools_invoke_answers(operator, method, params):
+    session = await db(make_session)("agent:main:main")
+    await db(add_messages)(session, user("hi"), assistant("hello"))
+    async with connected(operator.token) as client:
+        res = await client.request(method, params)
+    invoked = await db(operator.invoke)(DECLARED[method], params)
+    assert res["ok"] and res["payload"] == invoked.json()["result"]["details"]

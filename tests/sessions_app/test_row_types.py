@@ -1,0 +1,49 @@
+"""The typed rows list and history pages read (rows.SessionRow, transcript.MessageRow) hold
+what the models hold: the same sessions_list row, the same transcript payload."""
+
+from sessions_app import rows, transcript
+from sessions_app.models import GatewayConfig, Message, Session
+from tests.conftest import add_messages, assistant, make_session, tool_result, user
+
+
+def test_a_page_row_renders_as_its_session_does(agents):
+    parent = make_session(
+        "main",
+        label="home",
+        deliveryContext={"channel": "discord", "to": "channel:1"},
+        inputTokens=3,
+        systemSent=True,
+    )
+    make_session("agent:main:subagent:a", spawnedBy="agent:main:main")
+    make_session("agent:main:subagent:b", spawnedBy="agent:main:main")
+    settings = GatewayConfig.load().key_settings
+
+    page = rows.page_rows(Session.objects.filter(pk=parent.pk).by_activity()[:1])
+
+    [row] = page
+    assert isinstance(row, rows.SessionRow)
+    assert (row.pk, row.archived) == (parent.pk, False)
+    assert list(row.children) == ["agent:main:subagent:b", "agent:main:subagent:a"]
+    parent.refresh_from_db()
+    assert rows.session_row(row, settings=settings, children=row.children) == rows.session_row(
+        parent, settings=settings, children=row.children
+    )
+
+
+def test_message_rows_give_the_stored_payloads(agents):
+    session = make_session("main")
+    add_messages(
+        session,
+        user("one", provenance={"kind": "inter_session", "sourceSessionKey": "agent:x:main"}),
+        assistant("token sk-abcdefghijklmnopqrstuvwxyz123456", usage={"input": 3}),
+        tool_result("three"),
+    )
+    messages = Message.objects.filter(session=session).order_by("seq")
+
+    found = transcript.message_rows(messages[:3])
+
+    columns = (*Message.TRANSCRIPT_COLUMNS, "redact_needed")
+    assert columns == transcript.READ_COLUMNS
+    assert [row.payload() for row in found] == [transcript.payload(m) for m in messages]
+    assert [row.seq for row in found] == [1, 2, 3]
+    assert [row.scan_needed for row in found] == [False, True, False]
