@@ -35,8 +35,9 @@ from django.db import close_old_connections
 from openclaw_common import keys
 
 from .. import rows, sanitize, transcript, visibility
-from ..models import Agent, ApiKey, GatewayConfig, Message, Session, now_ms
+from ..models import Agent, ApiKey, GatewayConfig, Message, Run, Session, now_ms
 from ..resolve import forbidden_text
+from ..runs import subagent_tasks
 from ..visibility import can_list
 from . import hints, limits
 from .subscribers import Event, Followed, Subscriber
@@ -48,6 +49,9 @@ log = logging.getLogger("openclaw.live")
 LOOKBACK_MS = 5000
 TOOL_RESULT = transcript.TOOL_RESULT
 _ROW_FIELDS = (*rows.ROW_FIELDS, "changed_ms", "change_reason")
+# The hints that can mean a sub-agent changed state (a child session created, a run of it
+# queued, started or finished).
+CHILD_REASONS = ("created", "run")
 
 
 class ChangedSession(NamedTuple):
@@ -79,6 +83,10 @@ class Hub:
         self.hinted: list[tuple] = []
         self.changes_since = now_ms()  # lifecycle events start from the hub's start
         self.seen_changes: dict[int, int] = {}  # session pk → changed_ms already announced
+        # Sub-agents of followed sessions: the newest child change read, and each child's
+        # state as last handed out (parent pk → child pk → state), so a state goes out once.
+        self.children_seen_ms = now_ms()
+        self.child_states: dict[int, dict[int, str]] = {}
         self.next_auth_check = 0.0
         self._wake = asyncio.Event()
         self._db = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-hub")
@@ -113,6 +121,7 @@ class Hub:
             if not followers:
                 del self.by_session[session_pk]
                 self.latest_seq.pop(session_pk, None)
+                self.child_states.pop(session_pk, None)
 
     def follow_changes(self, subscriber: Subscriber, on: bool = True) -> None:
         """`sessions.changed` events from now on (subscribing is not a replay)."""
@@ -213,7 +222,8 @@ class Hub:
                 wanted[pk] = cursor
         changes = bool(self.change_subscribers) and (timer or bool(hinted_pks))
         auth = self._auth_targets() if self._auth_due() else None
-        if unknown or wanted or changes or auth is not None:
+        children = self._children_query({h[0] for h in batch if h[1] in CHILD_REASONS}, timer=timer)
+        if unknown or wanted or changes or auth is not None or children is not None:
             since = max(self.changes_since, max(self.seen_changes.values(), default=0))
             result = await self.loop.run_in_executor(
                 self._db,
@@ -224,9 +234,29 @@ class Hub:
                 sorted(hinted_pks) if changes and not timer else None,
                 since if changes and timer else None,
                 auth,
+                children,
             )
             self._deliver(result)
         self._cut_stalled()
+
+    def _children_query(self, hinted_pks: set[int], *, timer: bool) -> ChildrenQuery | None:
+        """What to read for the sub-agents of followed sessions: on a timer round every child
+        changed since the last one seen (a worker's hint may not reach this process), else the
+        hinted sessions that turn out to be children of a followed session."""
+        if not self.by_session or not (timer or hinted_pks):
+            return None
+        parents = {}
+        for pk, followers in self.by_session.items():
+            followed = next((s.followed[pk] for s in followers if pk in s.followed), None)
+            if followed is not None:
+                parents[pk] = (followed.canonical, followed.key)
+        if not parents:
+            return None
+        return ChildrenQuery(
+            parents,
+            None if timer else sorted(hinted_pks),
+            self.children_seen_ms - LOOKBACK_MS if timer else None,
+        )
 
     def _display_key(self, pk: int) -> str | None:
         for subscriber in self.by_session.get(pk, ()):
@@ -265,6 +295,8 @@ class Hub:
         if result["changes"]:
             horizon = max(self.seen_changes.values()) - 2 * LOOKBACK_MS
             self.seen_changes = {k: v for k, v in self.seen_changes.items() if v >= horizon}
+        for change in result["children"]:
+            self._hand_out_child(change)
         if result["access"] is not None:
             self.next_auth_check = time.monotonic() + limits.get("AUTH_RECHECK_SECONDS")
             for subscriber in list(self.subscribers):
@@ -290,6 +322,23 @@ class Hub:
                 followed.cursor = seq
         if len(events) >= limits.get("BATCH_MESSAGES"):
             self.wake()  # a long catch-up: the next round reads on
+
+    def _hand_out_child(self, change: ChildChange) -> None:
+        """A sub-agent's new state to every follower of its parent, once per state."""
+        self.children_seen_ms = max(self.children_seen_ms, change.changed_ms)
+        followers = self.by_session.get(change.parent_pk)
+        if not followers:
+            return
+        known = self.child_states.setdefault(change.parent_pk, {})
+        if known.get(change.child_pk) == change.state:
+            return
+        known[change.child_pk] = change.state
+        event = Event("session.subagent", change.payload, None, change.parent_pk)
+        for subscriber in list(followers):
+            if not subscriber.offer(event):
+                # Not replayable by seq: a client this far behind reconnects and asks
+                # `subagents list` for the current states.
+                subscriber.close(4008, "slow consumer: too many unread events")
 
     def _cut_stalled(self) -> None:
         limit = limits.get("STALL_SECONDS")
@@ -358,10 +407,34 @@ def _recheck(subscriber: Subscriber, access: Access) -> None:
 # --- database side: these run on the hub's thread, on snapshots the loop passed in ------------
 
 
-def _read(unknown: dict, wanted: dict, display_keys: dict, changed_pks, sweep_since, auth) -> dict:
+class ChildrenQuery(NamedTuple):
+    """Which sub-agent changes a round reads (Hub._children_query)."""
+
+    parents: dict[int, tuple[str, str]]  # followed session pk → (stored key, display key)
+    hinted: list[int] | None  # sessions hinted since the last round, or None (a timer round)
+    since_ms: int | None  # a timer round: children whose changed_ms is above this
+
+
+class ChildChange(NamedTuple):
+    parent_pk: int
+    child_pk: int
+    changed_ms: int
+    state: str  # queued | started | waiting | finished | cancelled
+    payload: str
+
+
+def _read(
+    unknown: dict,
+    wanted: dict,
+    display_keys: dict,
+    changed_pks,
+    sweep_since,
+    auth,
+    children: ChildrenQuery | None = None,
+) -> dict:
     close_old_connections()
     try:
-        out = {"latest": {}, "messages": {}, "changes": [], "access": None}
+        out = {"latest": {}, "messages": {}, "changes": [], "access": None, "children": []}
         if unknown:
             out["latest"] = dict(
                 Session.objects.filter(pk__in=list(unknown)).values_list("pk", "last_seq")
@@ -377,6 +450,8 @@ def _read(unknown: dict, wanted: dict, display_keys: dict, changed_pks, sweep_si
         elif sweep_since is not None:
             since = sweep_since - LOOKBACK_MS
             out["changes"] = _changed_rows(Session.objects.filter(changed_ms__gt=since))
+        if children is not None:
+            out["children"] = _child_changes(children)
         if auth is not None:
             out["access"] = _access(*auth)
         return out
@@ -399,6 +474,57 @@ def _changed_rows(queryset) -> list[ChangedSession]:
         }
         out.append(ChangedSession(row, changed_ms, orjson.dumps(payload).decode()))
     return out
+
+
+def _child_changes(query: ChildrenQuery) -> list[ChildChange]:
+    """The current state of each child of a followed session that changed (a run queued,
+    started, finished; a task that waits or was stopped), oldest change first. The child
+    session's changed_ms moves with each of those (engine, completions)."""
+    by_key = {stored: pk for pk, (stored, _display) in query.parents.items()}
+    found = Session.objects.filter(spawned_by__in=list(by_key))
+    if query.hinted is not None:
+        found = found.filter(pk__in=query.hinted)
+    else:
+        found = found.filter(changed_ms__gt=query.since_ms)
+    changed = dict(found.order_by("changed_ms").values_list("pk", "changed_ms")[:1000])
+    if not changed:
+        return []
+    spawns = Run.objects.filter(kind="spawn", session_id__in=list(changed)).select_related(
+        "session"
+    )
+    settings_ = GatewayConfig.load().key_settings
+    out = []
+    for task in subagent_tasks.build(list(spawns)):
+        parent_pk = by_key.get(task.session.spawned_by)
+        if parent_pk is None:
+            continue
+        state = child_state(task)
+        payload = {
+            "sessionKey": query.parents[parent_pk][1],
+            "childSessionKey": keys.display_key(task.session.key, settings_),
+            "taskId": task.task_id,
+            "label": task.run.label or "",
+            "state": state,
+            "status": task.status,
+            "deliveryStatus": task.delivery_status,
+        }
+        out.append(
+            ChildChange(
+                parent_pk,
+                task.session.pk,
+                changed[task.session.pk],
+                state,
+                orjson.dumps(payload).decode(),
+            )
+        )
+    return sorted(out, key=lambda c: c.changed_ms)
+
+
+def child_state(task: subagent_tasks.Task) -> str:
+    """The state a live client sees: queued, started, waiting, finished or cancelled."""
+    if task.ended:
+        return "cancelled" if task.status == "cancelled" else "finished"
+    return "started" if task.state == "running" else task.state
 
 
 def _visible(subscriber: Subscriber, row: rows.SessionRow) -> bool:

@@ -5,6 +5,7 @@ page, then every appended message, as Server-Sent Events (reference §3.5, docs/
     event: history        {sessionKey, items, messages, hasMore, nextCursor?, ...flags}
     id: <seq>
     event: message        {sessionKey, messageSeq, message}
+    event: subagent       {sessionKey, childSessionKey, taskId, label, state, status, ...}
     : keepalive           every KEEPALIVE_SECONDS
     event: error          {code, reason}, then the stream ends (access revoked, slow reader)
 
@@ -100,6 +101,8 @@ async def _events(subscriber: Subscriber, followed: Followed, history: dict | No
             item = await subscriber.next(keepalive)
             if item is None:
                 yield b": keepalive\n\n"
+            elif isinstance(item, Event) and item.name == "session.subagent":
+                yield frame("subagent", item.payload)  # no id: a state, not a message to resume
             elif isinstance(item, Event):
                 yield frame("message", item.payload, event_id=item.message_seq)
             elif isinstance(item, Close):

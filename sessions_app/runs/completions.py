@@ -95,6 +95,8 @@ def task_stopped(task: Task, reason: str) -> list[FollowUp]:
     """A task that waited (for its children, or paused) with no run in flight was stopped: it
     ends as cancelled. Call in a transaction."""
     flow = Flow.from_json(task.latest.flow)
+    # No run changes here: mark the child changed so its parent's live followers hear it.
+    Session.objects.update_changed([task.session.pk], "run")
     outcome = {
         **outcome_of(task.latest, flow),
         "status": Run.ABORTED,

@@ -207,6 +207,9 @@ def _execute_one(run: Run | str, lane: str) -> str:
         run.set_claimed(claimed_at, worker=worker_name())
     else:
         run = Run.objects.select_related("session", "session__agent").get(pk=run_id)
+    if lane == Run.SUBAGENT_LANE:
+        # A sub-agent started: its parent's live followers hear it (live/hub.py).
+        Session.objects.update_changed([run.session_id], "run")
     if run.serial:
         lanes.start_serial(run)
     if run.deadline and timezone.now() >= run.deadline:
