@@ -74,6 +74,9 @@ def test_a_wait_that_times_out_leaves_the_run_going_and_can_be_rejoined(world):
     )
     details = send(server, token, "take your time", timeout=1)
     assert details["status"] == "timeout" and "the run continues" in details["error"]
+    # Delivered, not replied: the message is there and the target's run is under way.
+    assert details["delivered"] is True and details["sentBeforeError"] is True
+    assert details["targetRun"]["status"] == "running" and details["targetRun"]["startedAt"]
     # the client went away; it comes back and joins the same run
     joined = server.request("GET", f"/api/v1/runs/{details['runId']}/wait/?timeout=20", token=token)
     assert joined.status == 200 and joined.json()["status"] == "ok"
@@ -84,6 +87,31 @@ def test_a_wait_that_times_out_leaves_the_run_going_and_can_be_rejoined(world):
             chain_id=Run.objects.get(pk=details["runId"]).chain_id, kind="announce", status="ok"
         ).exists()
     )
+
+
+def test_a_send_to_a_target_whose_run_fails_says_why(world):
+    server, _, token = world
+    make_agent(
+        "research",
+        backend={"type": "scripted", "rules": [{"match": ".*", "error": "model overloaded"}]},
+    )
+    details = send(server, token, "anything", timeout=20)
+    assert details["status"] == "error" and details["error"] == "model overloaded"
+    assert details["delivered"] is True and details["sentBeforeError"] is True
+    assert details["targetRun"]["status"] == "error"
+    assert details["targetRun"]["error"] == "model overloaded"
+
+
+def test_a_send_queued_behind_a_stopped_worker_says_it_waits(world):
+    server, worker, token = world
+    worker.stop()  # nothing takes the run: it stays queued
+    details = send(server, token, "capital?", timeout=1)
+    assert details["status"] == "timeout" and details["delivered"] is True
+    assert details["targetRun"]["status"] == "queued"
+    assert details["targetRun"]["queuedSeconds"] > 0.5  # the whole wait, at least
+    assert "startedAt" not in details["targetRun"]
+    # The message is in the target's transcript although no run has answered it.
+    assert Message.objects.filter(session__key="agent:research:main", role="user").exists()
 
 
 def test_idempotency_key_returns_the_same_run(world):
