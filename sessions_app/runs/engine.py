@@ -21,7 +21,13 @@ from datetime import timedelta
 from functools import partial
 from typing import TypeVar
 
-from django.db import OperationalError, close_old_connections, connection, transaction
+from django.db import (
+    DatabaseError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.utils import timezone
 
 from openclaw_common import taskqueue
@@ -30,7 +36,7 @@ from openclaw_common.errors import Refusal, ToolError
 from .. import rawsql, store
 from ..identity import requester_for_session
 from ..models import Agent, Run, Session
-from . import completions, flows, lanes, notify
+from . import completions, flows, lanes, notify, outage
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
 from .chain import Chain, current_run
 from .flow_state import Flow, FollowUp
@@ -149,11 +155,19 @@ class Heartbeat:
         self.thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{run_id}")
 
     def _beat(self) -> None:
+        watch = outage.Watch()
         try:
             while not self.stopped.wait(HEARTBEAT_SECONDS):
-                Run.objects.filter(pk=self.run_id, status=Run.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
+                try:
+                    Run.objects.filter(pk=self.run_id, status=Run.RUNNING).update(
+                        heartbeat_at=timezone.now()
+                    )
+                    watch.ok()
+                except DatabaseError as exc:
+                    # A missed beat, not a dead heart: beat again once the database is back.
+                    if not outage.is_connection_lost(exc):
+                        raise
+                    watch.skipped(exc)
         finally:
             connection.close()
 
@@ -225,6 +239,9 @@ def _execute_one(run: Run | str, lane: str) -> str:
         return Run.ABORTED  # the abort already finished the run
     except BackendError as exc:
         finish_run(run, Run.ERROR, error=str(exc) or "agent error")
+        return Run.ERROR
+    except outage.DatabaseUnreachable as exc:
+        finish_run(run, Run.ERROR, error=str(exc))
         return Run.ERROR
     except Exception as exc:  # a bug must end the run, not leave it running for the sweeper
         log.exception("run %s failed", run_id)
@@ -310,6 +327,7 @@ def abort_checker(run: Run) -> Callable[[], None]:
     # The run was claimed (queued → running) just before the turn started: the first check
     # within ABORT_CHECK_SECONDS of that needs no query.
     state = {"checked": time.monotonic()}
+    watch = outage.Watch()
 
     def check_abort() -> None:
         if run.deadline and timezone.now() >= run.deadline:
@@ -318,7 +336,15 @@ def abort_checker(run: Run) -> Callable[[], None]:
         if now - state["checked"] < ABORT_CHECK_SECONDS:
             return
         state["checked"] = now
-        status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        try:
+            status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        except DatabaseError as exc:
+            # The database is away for a moment: the turn goes on, and is checked again
+            # when it is back (outage.py). Past the bound, the run ends saying so.
+            if watch.skipped(exc):
+                return
+            raise outage.DatabaseUnreachable(outage.reason(exc, outage.bound_seconds())) from exc
+        watch.ok()
         if status != Run.RUNNING:
             raise TurnAborted("aborted")
 
@@ -341,6 +367,11 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
         return {"status": exc.status, "error": exc.message}
     except ToolError as exc:
         return {"status": "error", "error": exc.message}
+    except DatabaseError as exc:
+        if not outage.is_connection_lost(exc) or connection.in_atomic_block:
+            raise
+        outage.reset_connection()
+        return {"status": "error", "error": outage.TOOL_ERROR}
     finally:
         current_run.reset(token)
 
@@ -361,12 +392,10 @@ def retrying(operation: Callable[[], T]) -> T:
     """
     for attempt in range(RETRIES):
         try:
-            return operation()
+            # A lost connection is waited out (outage.py); contention is tried again here.
+            return outage.through_outage(operation)
         except OperationalError as exc:
-            text = str(exc).lower()
-            if attempt == RETRIES - 1 or not (
-                "deadlock" in text or "locked" in text or "serializ" in text
-            ):
+            if attempt == RETRIES - 1 or not outage.is_contention(exc):
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")

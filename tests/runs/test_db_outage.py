@@ -1,0 +1,137 @@
+"""A run rides out a short database outage (issue 16, item 11): PostgreSQL refuses every
+connection to the test database for a few seconds (ALLOW_CONNECTIONS false, and every other
+backend terminated, as a restart does) while a real worker runs a turn. The run finishes ok,
+with its reply, not "worker stopped (no heartbeat)". Before, the turn's abort check raised on
+the dead connection, the run could not even record the error, and the sweep later ended it with
+a false reason."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+from django.db import connection
+
+from sessions_app.models import Run
+from tests.conftest import make_agent, make_session, set_config
+from tests.live import manage, start_server, start_worker, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def world():
+    if connection.vendor != "postgresql":
+        pytest.skip("an outage of a database server (SQLite has none)")
+    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
+    make_agent("main")
+    make_agent(
+        "research",
+        backend={
+            "type": "scripted",
+            "rules": [
+                {"match": "long", "delayMs": 9000, "reply": "made it through"},
+                {"match": "short", "delayMs": 2000, "reply": "finished in the dark"},
+                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
+            ],
+        },
+    )
+    make_session("main")
+    make_session("agent:research:main")
+    token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
+    server = start_server()
+    worker = start_worker()
+    yield server, token
+    worker.stop()
+    server.stop()
+
+
+@contextlib.contextmanager
+def database_refuses_connections():
+    """Every other connection to the test database is cut and new ones are refused (set from
+    the server's maintenance database: a database cannot refuse the session that asks)."""
+    import psycopg
+
+    name = connection.settings_dict["NAME"]
+    connection.ensure_connection()
+    ours = connection.connection.info.backend_pid
+    params = connection.get_connection_params()
+    admin = psycopg.connect(
+        host=params.get("host"),
+        port=params.get("port"),
+        user=params.get("user"),
+        dbname="postgres",
+        autocommit=True,
+    )
+    try:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> %s",
+            [name, ours],
+        )
+        yield
+    finally:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        admin.close()
+        # This process's other pooled connections were cut too: start a fresh pool.
+        connection.close()
+        if getattr(connection, "close_pool", None):
+            connection.close_pool()
+
+
+def start(server, token, message: str) -> str:
+    response = server.request(
+        "POST",
+        "/tools/invoke",
+        token=token,
+        body={
+            "tool": "sessions_send",
+            "args": {
+                "sessionKey": "agent:research:main",
+                "message": message,
+                "timeoutSeconds": 0,
+            },
+        },
+    )
+    assert response.status == 200, response.body
+    return response.json()["result"]["details"]["runId"]
+
+
+@pytest.mark.parametrize(
+    ("message", "seconds", "reply"),
+    [
+        ("a long turn", 5, "made it through"),  # the outage falls inside the turn
+        ("a short turn", 6, "finished in the dark"),  # the turn ends during it: the finish waits
+    ],
+)
+def test_a_run_rides_out_a_database_outage(world, message, seconds, reply):
+    server, token = world
+    run_id = start(server, token, message)
+    wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING).exists(), timeout=20)
+    with database_refuses_connections():
+        time.sleep(seconds)
+    wait_until(
+        lambda: Run.objects.filter(pk=run_id).exclude(status__in=["queued", "running"]).exists(),
+        timeout=60,
+    )
+    run = Run.objects.get(pk=run_id)
+    assert (run.status, run.error) == ("ok", "")
+    assert run.reply == reply
+
+
+def test_the_heartbeat_beats_again_after_the_outage(world):
+    server, token = world
+    run_id = start(server, token, "a long turn")
+    wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING).exists(), timeout=20)
+    with database_refuses_connections():
+        time.sleep(2)
+    back = Run.objects.get(pk=run_id).heartbeat_at
+    # The next beat (every 5 s) lands while the 9-second turn still runs: the sweep would not
+    # take the worker for dead.
+    wait_until(
+        lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING, heartbeat_at__gt=back).exists(),
+        timeout=15,
+    )
+    wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.OK).exists(), timeout=60)
