@@ -21,6 +21,7 @@ from datetime import timedelta
 from functools import partial
 from typing import TypeVar
 
+from django.conf import settings
 from django.db import (
     DatabaseError,
     OperationalError,
@@ -45,7 +46,8 @@ from .subagent_limits import is_orchestrator
 log = logging.getLogger("openclaw.runs")
 
 TASK = "sessions_app.runs.tasks.execute_run"
-HEARTBEAT_SECONDS = 5
+# A running run's worker stamps heartbeat_at this often; runs/watchdog.py reads it.
+HEARTBEAT_SECONDS = getattr(settings, "RUN_HEARTBEAT_SECONDS", 2)
 ABORT_CHECK_SECONDS = 0.5
 CONTEXT_MESSAGES = 50
 

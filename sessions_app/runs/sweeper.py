@@ -20,8 +20,10 @@ from . import completions, engine
 log = logging.getLogger("openclaw.runs")
 
 SCHEDULE_NAME = "openclaw-sweep"
-# A running run's worker stamps heartbeat_at every 5 s; three missed beats and a margin mean it died.
-HEARTBEAT_TIMEOUT_SECONDS = getattr(settings, "RUN_HEARTBEAT_TIMEOUT_SECONDS", 30)
+# The backstop for runs/watchdog.py (which ends them after 10 s from inside the workers): a
+# running run's heartbeat (every 2 s) older than this means its worker died. Longer than a
+# database outage a run rides out (runs/outage.py, 30 s), since this sweep cannot tell one.
+HEARTBEAT_TIMEOUT_SECONDS = getattr(settings, "RUN_HEARTBEAT_TIMEOUT_SECONDS", 60)
 # A queued run not picked up by then lost its task (a Redis broker drops in-flight tasks).
 REQUEUE_AFTER_SECONDS = getattr(settings, "RUN_REQUEUE_AFTER_SECONDS", 120)
 

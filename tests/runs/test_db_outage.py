@@ -128,7 +128,7 @@ def test_the_heartbeat_beats_again_after_the_outage(world):
     with database_refuses_connections():
         time.sleep(2)
     back = Run.objects.get(pk=run_id).heartbeat_at
-    # The next beat (every 5 s) lands while the 9-second turn still runs: the sweep would not
+    # The next beat (every 2 s) lands while the 9-second turn still runs: the sweep would not
     # take the worker for dead.
     wait_until(
         lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING, heartbeat_at__gt=back).exists(),
