@@ -179,3 +179,37 @@ def wait_until(predicate, *, timeout: float = 30, interval: float = 0.1):
             return value
         time.sleep(interval)
     raise AssertionError("condition not met in time")
+
+
+@contextlib.contextmanager
+def database_refuses_connections():
+    """Every other connection to the test database is cut and new ones are refused (set from
+    the server's maintenance database: a database cannot refuse the session that asks)."""
+    import psycopg
+
+    name = connection.settings_dict["NAME"]
+    connection.ensure_connection()
+    ours = connection.connection.info.backend_pid
+    params = connection.get_connection_params()
+    admin = psycopg.connect(
+        host=params.get("host"),
+        port=params.get("port"),
+        user=params.get("user"),
+        dbname="postgres",
+        autocommit=True,
+    )
+    try:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> %s",
+            [name, ours],
+        )
+        yield
+    finally:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        admin.close()
+        # This process's other pooled connections were cut too: start a fresh pool.
+        connection.close()
+        if getattr(connection, "close_pool", None):
+            connection.close_pool()

@@ -27,6 +27,7 @@ from openclaw_common.errors import InvalidArgument, ToolError, Unauthenticated
 from ..identity import Requester, authenticate, requester_for
 from ..jsontext import dumps_bytes
 from ..models import ApiKey
+from ..runs.wait import WaitUnavailable
 from ..store import check_storable
 
 SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
@@ -79,6 +80,10 @@ def error_response(exc: BaseException, *, invalid_type: str | None = None) -> Ht
         return error_json(exc.http_status, exc.message, error_type)
     if isinstance(exc, RequestDataTooBig):
         return error_json(413, TOO_LARGE)
+    if isinstance(exc, WaitUnavailable):
+        # During a wait: the run exists and goes on; the client rejoins it by this id.
+        body = {**envelope("unavailable", UNAVAILABLE), "runId": exc.run_id}
+        return json_response(body, 503, {"Retry-After": "1"})
     if is_unavailable(exc):
         return error_json(503, UNAVAILABLE, headers={"Retry-After": "1"})
     return None

@@ -57,6 +57,11 @@ ERROR_ENVELOPE = obj(
             },
             ("type", "message"),
         ),
+        "runId": {
+            "type": "string",
+            "description": "A 503 during a wait: the run goes on; rejoin it at "
+            "/api/v1/runs/{runId}/wait/.",
+        },
     },
     ("ok", "error"),
     "Every error, with the HTTP status that fits it.",

@@ -19,9 +19,10 @@ from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from ..models import Run
+from . import outage
 from .notify import RUN_CHANNEL_PREFIX
 
 log = logging.getLogger("openclaw.runs")
@@ -30,6 +31,7 @@ POLL_SECONDS = 0.05  # without hints
 HINTED_POLL_SECONDS = 1.0  # with hints: a lost one costs at most this
 CONNECT_TIMEOUT_SECONDS = 2
 RETRY_AFTER_SECONDS = 5  # after Redis failed, poll for this long before connecting again
+UNAVAILABLE_RETRY_SECONDS = 0.5  # the database unreachable during a wait: read again after
 
 
 def _load(run_id: uuid.UUID | str, fields: tuple[str, ...] | None = None) -> Run | None:
@@ -43,6 +45,24 @@ def _load(run_id: uuid.UUID | str, fields: tuple[str, ...] | None = None) -> Run
         # A wait may last minutes; it must not hold a database connection (with the pool this
         # hands it back, so a thousand waiters need no thousand connections).
         connection.close()
+
+
+class WaitUnavailable(Exception):
+    """The run could not be read (the database is unreachable): the API answers 503 with the
+    run's id, so the client can rejoin it with GET /api/v1/runs/{id}/wait/."""
+
+    def __init__(self, run_id: uuid.UUID | str) -> None:
+        super().__init__(str(run_id))
+        self.run_id = str(run_id)
+
+
+def _read(run_id: uuid.UUID | str, fields: tuple[str, ...] | None = None) -> Run | None:
+    try:
+        return _load(run_id, fields)
+    except DatabaseError as exc:
+        if not outage.is_connection_lost(exc):
+            raise
+        raise WaitUnavailable(run_id) from exc
 
 
 class HintHub:
@@ -172,7 +192,7 @@ async def wait_for_run(
     moment ago, so the first read is skipped and the wait starts on the hint (a hint that came
     before the subscription costs one safety-poll interval, never a wrong answer).
     """
-    load = partial(_load, run_id, fields)
+    load = partial(_read, run_id, fields)
     if timeout <= 0:
         return await sync_to_async(load)()
     loop = asyncio.get_running_loop()
@@ -181,7 +201,15 @@ async def wait_for_run(
         skip_read = just_started and event is not None
         while True:
             if not skip_read:
-                run = await sync_to_async(load)()
+                try:
+                    run = await sync_to_async(load)()
+                except WaitUnavailable:
+                    # The database is away: keep waiting (it may be back before the
+                    # deadline); at the deadline, say so with the run to rejoin.
+                    if loop.time() >= deadline:
+                        raise
+                    await asyncio.sleep(min(UNAVAILABLE_RETRY_SECONDS, deadline - loop.time()))
+                    continue
                 if run is None or run.finished or loop.time() >= deadline:
                     return run
             skip_read = False

@@ -7,7 +7,6 @@ a false reason."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import pytest
@@ -15,7 +14,13 @@ from django.db import connection
 
 from sessions_app.models import Run
 from tests.conftest import make_agent, make_session, set_config
-from tests.live import manage, start_server, start_worker, wait_until
+from tests.live import (
+    database_refuses_connections,
+    manage,
+    start_server,
+    start_worker,
+    wait_until,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,40 +50,6 @@ def world():
     yield server, token
     worker.stop()
     server.stop()
-
-
-@contextlib.contextmanager
-def database_refuses_connections():
-    """Every other connection to the test database is cut and new ones are refused (set from
-    the server's maintenance database: a database cannot refuse the session that asks)."""
-    import psycopg
-
-    name = connection.settings_dict["NAME"]
-    connection.ensure_connection()
-    ours = connection.connection.info.backend_pid
-    params = connection.get_connection_params()
-    admin = psycopg.connect(
-        host=params.get("host"),
-        port=params.get("port"),
-        user=params.get("user"),
-        dbname="postgres",
-        autocommit=True,
-    )
-    try:
-        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = %s AND pid <> %s",
-            [name, ours],
-        )
-        yield
-    finally:
-        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
-        admin.close()
-        # This process's other pooled connections were cut too: start a fresh pool.
-        connection.close()
-        if getattr(connection, "close_pool", None):
-            connection.close_pool()
 
 
 def start(server, token, message: str) -> str:

@@ -1,0 +1,80 @@
+"""A wait across a database outage (issue 16, item 13), against a real server on PostgreSQL: a
+wait rides out a blip shorter than its timeout, and one the database is still away for at its
+end is a JSON 503 with Retry-After and the runId to rejoin (not an HTML 500). (A read in the
+web process waits up to 10 s for a pooled connection, so short outages are ridden out there.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from tests.conftest import make_agent, make_session, set_config
+from tests.live import database_refuses_connections, manage, start_server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def world():
+    if connection.vendor != "postgresql":
+        pytest.skip("an outage of a database server (SQLite has none)")
+    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
+    make_agent("main")
+    make_agent("research")
+    make_session("main")
+    make_session("agent:research:main")
+    token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
+    server = start_server()  # no worker: the run stays queued, the wait runs to its timeout
+    sent = server.request(
+        "POST",
+        "/tools/invoke",
+        token=token,
+        body={
+            "tool": "sessions_send",
+            "args": {"sessionKey": "agent:research:main", "message": "hi", "timeoutSeconds": 0},
+        },
+    )
+    yield server, token, sent.json()["result"]["details"]["runId"]
+    server.stop()
+
+
+def wait_during_outage(server, token, run_id, *, timeout: int, outage: float):
+    result = {}
+
+    def wait():
+        result["response"] = server.request(
+            "GET", f"/api/v1/runs/{run_id}/wait/?timeout={timeout}", token=token
+        )
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.5)  # the wait has read the run once and is waiting
+    with database_refuses_connections():
+        time.sleep(outage)
+    waiter.join(timeout=timeout + 30)
+    return result["response"]
+
+
+def test_a_wait_rides_out_a_blip_shorter_than_its_timeout(world):
+    server, token, run_id = world
+    response = wait_during_outage(server, token, run_id, timeout=6, outage=2)
+    assert response.status == 202 and response.json()["runId"] == run_id
+
+
+def test_a_wait_that_ends_during_an_outage_is_a_503_with_the_run(world):
+    server, token, run_id = world
+    # Longer than the pool's 10-second wait for a connection, which rides out shorter ones.
+    response = wait_during_outage(server, token, run_id, timeout=2, outage=13)
+    assert response.status == 503
+    assert response.headers["retry-after"] == "1"
+    assert response.json() == {
+        "ok": False,
+        "error": {
+            "type": "unavailable",
+            "message": "the database is busy or unreachable; retry shortly",
+        },
+        "runId": run_id,
+    }
