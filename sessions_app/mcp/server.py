@@ -1,0 +1,136 @@
+"""The MCP server: every registered tool (and OpenClaw's `mcp serve` tools) for any MCP client.
+
+Built on the official SDK's low-level `Server`; the transports (streamable HTTP at `/mcp/`,
+`manage.py mcp` on stdio) only differ in how they say who is calling (`Caller`).
+
+- `tools/list` offers each declaration as it is: the input schema is `Declaration.parameters()`
+  (what `/tools/invoke` validates with), the output schema the declared result.
+- `tools/call` goes through `ToolRegistry.invoke`, the function `/tools/invoke` calls. A result
+  carries the details as `structuredContent` and, as text, what OpenClaw's envelope carries
+  (the pretty JSON of the details; the bridge tools have their own short texts).
+- A refusal (`Forbidden`, `NotFound`), a bad argument (the Args texts, naming the argument) and
+  a key that may not act as the session are tool results with `isError`, so a model can read
+  them and correct itself (MCP 2025-11-25: input errors are tool errors). An unknown tool is a
+  protocol error, as the spec says.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from openclaw_common.errors import InvalidArgument, Refusal, ToolError
+
+from ..api.http import is_unavailable
+from ..api.tools_invoke import tool_result
+from ..identity import Requester
+from ..tools import TOOLS, ToolRegistry, UnknownTool
+
+log = logging.getLogger("openclaw.mcp")
+
+SERVER_NAME = "openclaw-sessions"
+UNAVAILABLE = "the database is busy or unreachable; retry shortly"
+
+MCP_TOOLS = ToolRegistry(TOOLS)
+
+# Who is calling, per request: the transport's answer (HTTP: the key its wrapper authenticated
+# for this very request; stdio: the key given at start, checked again). Raises ToolError.
+Caller = Callable[[ServerRequestContext[Any, Any]], Awaitable[Requester]]
+
+
+def in_thread(fn):
+    """ORM code off the event loop, on the shared pool, with stale connections dropped first:
+    MCP requests run outside Django's request cycle, which would otherwise do that."""
+
+    def run(*args, **kwargs):
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(run, thread_sensitive=False)
+
+
+def tool_list() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.declaration.description,
+            input_schema=tool.declaration.parameters(),
+            output_schema=tool.declaration.result,
+        )
+        for tool in MCP_TOOLS
+    ]
+
+
+def success(name: str, details: dict) -> types.CallToolResult:
+    text = tool_result(details)["result"]["content"][0]["text"]
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=details, is_error=False
+    )
+
+
+def failure(details: dict, text: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=details, is_error=True
+    )
+
+
+async def call(
+    name: str, arguments: Any, *, caller: Caller, ctx: ServerRequestContext[Any, Any]
+) -> types.CallToolResult:
+    """One tool call, as a CallToolResult (or an MCPError for an unknown tool)."""
+    if name not in MCP_TOOLS:
+        raise MCPError(types.INVALID_PARAMS, UnknownTool(name).message)
+    try:
+        requester = await caller(ctx)
+        details = await MCP_TOOLS.invoke(
+            name,
+            requester=requester,
+            args=arguments,
+            in_thread=in_thread,
+        )
+    except Refusal as exc:
+        details = {"status": exc.status, "error": exc.message}
+        return failure(details, tool_result(details)["result"]["content"][0]["text"])
+    except InvalidArgument as exc:
+        return failure({"status": "error", "error": exc.message, "type": "tool_error"}, exc.message)
+    except ToolError as exc:  # AccessDenied, Unauthenticated (a key revoked since the request)
+        return failure(
+            {"status": "error", "error": exc.message, "type": exc.error_type}, exc.message
+        )
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        return failure(
+            {"status": "error", "error": UNAVAILABLE, "type": "unavailable"}, UNAVAILABLE
+        )
+    return success(name, details)
+
+
+def build_server(caller: Caller) -> Server:
+    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_list())
+
+    async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await call(params.name, params.arguments, caller=caller, ctx=ctx)
+
+    return Server(
+        SERVER_NAME,
+        version="1",
+        instructions=(
+            "OpenClaw's session tools: list sessions, read transcripts, message another "
+            "session and wait for its reply, spawn sub-agents. Transcripts are resources "
+            "(session://<key>)."
+        ),
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
