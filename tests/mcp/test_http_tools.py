@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -124,3 +125,87 @@ def test_no_key_or_a_bad_key_is_401_with_the_api_text(demo_server):
         )
         headers = {name.lower(): value for name, value in response.headers.items()}
         assert headers["www-authenticate"].startswith("Bearer")
+
+
+def test_malformed_requests_get_4xx_never_a_500(demo_server):
+    token = key()
+    accept = {"Accept": "application/json, text/event-stream"}
+    modern = {**accept, "MCP-Protocol-Version": "2026-07-28"}
+    cases = [
+        (b"not json", accept),
+        (b"[]", accept),
+        (b'{"jsonrpc": "2.0"}', accept),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 5}}', accept),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}', modern),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "nope/nope", "params": {}}', modern),
+        (b"\xff\xfe", modern),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', {}),  # no Accept
+    ]
+    for body, headers in cases:
+        response = demo_server.request("POST", "/mcp/", body=body, token=token, headers=headers)
+        assert 400 <= response.status < 500, (body[:80], response.status, response.body[:300])
+    stale = demo_server.request(
+        "POST",
+        "/mcp/",
+        body={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        token=token,
+        headers={**accept, "Mcp-Session-Id": "0" * 32},
+    )
+    assert stale.status == 404
+    assert demo_server.request("GET", "/mcp/elsewhere", token=token).status == 404
+    # A body past the SDK's limit (4 MiB) is refused from its declared length, unread.
+    host, port = demo_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n"
+            + f"Authorization: Bearer {token}\r\nContent-Length: {5 * 1024 * 1024}\r\n\r\n".encode()
+        )
+        assert sock.recv(64).startswith(b"HTTP/1.1 413")
+
+
+def test_an_unknown_tool_is_a_protocol_error(demo_server):
+    token = key()
+
+    async def scenario():
+        async with http_client(demo_server, token) as client:
+            try:
+                await client.call_tool("no_such_tool", {})
+            except MCPError as exc:
+                return exc
+        return None
+
+    error = run(scenario())
+    assert error is not None and "Tool not available: no_such_tool" in error.message
+
+
+def test_a_session_is_bound_to_the_key_that_opened_it(demo_server):
+    """Another valid key presenting a legacy session's id is told the session does not exist."""
+    first, second = key(), key(agent_id="research")
+    accept = {"Accept": "application/json, text/event-stream"}
+    opened = demo_server.request(
+        "POST",
+        "/mcp/",
+        body={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        token=first,
+        headers=accept,
+    )
+    assert opened.status == 200
+    session_id = {k.lower(): v for k, v in opened.headers.items()}["mcp-session-id"]
+    stolen = demo_server.request(
+        "POST",
+        "/mcp/",
+        body={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        token=second,
+        headers={**accept, "Mcp-Session-Id": session_id},
+    )
+    assert stolen.status == 404
