@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -31,32 +29,25 @@ from openclaw_common.errors import InvalidArgument, Refusal, ToolError
 from ..api.http import is_unavailable
 from ..api.tools_invoke import tool_result
 from ..identity import Requester
+
+# ORM code off the event loop on the shared pool, stale connections dropped around it: MCP
+# requests run outside Django's request cycle, as the WebSocket's do.
+from ..live.consumer import in_thread
 from ..tools import TOOLS, ToolRegistry, UnknownTool
+from . import bridge_tools
 
 log = logging.getLogger("openclaw.mcp")
 
 SERVER_NAME = "openclaw-sessions"
 UNAVAILABLE = "the database is busy or unreachable; retry shortly"
 
-MCP_TOOLS = ToolRegistry(TOOLS)
+# The registry's tools, then OpenClaw's `mcp serve` ones (MCP-only; a registry tool of the same
+# name would win).
+MCP_TOOLS = ToolRegistry([*TOOLS, *(t for t in bridge_tools.BRIDGE_TOOLS if t.name not in TOOLS)])
 
 # Who is calling, per request: the transport's answer (HTTP: the key its wrapper authenticated
 # for this very request; stdio: the key given at start, checked again). Raises ToolError.
 Caller = Callable[[ServerRequestContext[Any, Any]], Awaitable[Requester]]
-
-
-def in_thread(fn):
-    """ORM code off the event loop, on the shared pool, with stale connections dropped first:
-    MCP requests run outside Django's request cycle, which would otherwise do that."""
-
-    def run(*args, **kwargs):
-        close_old_connections()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            close_old_connections()
-
-    return sync_to_async(run, thread_sensitive=False)
 
 
 def tool_list() -> list[types.Tool]:
@@ -72,7 +63,9 @@ def tool_list() -> list[types.Tool]:
 
 
 def success(name: str, details: dict) -> types.CallToolResult:
-    text = tool_result(details)["result"]["content"][0]["text"]
+    text = bridge_tools.result_text(name, details)
+    if text is None:
+        text = tool_result(details)["result"]["content"][0]["text"]
     return types.CallToolResult(
         content=[types.TextContent(text=text)], structured_content=details, is_error=False
     )
@@ -100,6 +93,9 @@ async def call(
         )
     except Refusal as exc:
         details = {"status": exc.status, "error": exc.message}
+        # OpenClaw's bridge tools say the error alone; a registry tool's text is its details.
+        if name in bridge_tools.TOOLS_BY_NAME:
+            return failure(details, exc.message)
         return failure(details, tool_result(details)["result"]["content"][0]["text"])
     except InvalidArgument as exc:
         return failure({"status": "error", "error": exc.message, "type": "tool_error"}, exc.message)
