@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from sessions_app.models import ApiKey, Delivery, Message
-from tests.mcp.helpers import db, http_client, key, texts
+from tests.mcp.helpers import http_client, key, texts
 
 
 def run(coro):
