@@ -34,7 +34,7 @@ from ..identity import Requester
 # requests run outside Django's request cycle, as the WebSocket's do.
 from ..live.consumer import in_thread
 from ..tools import TOOLS, ToolRegistry, UnknownTool
-from . import bridge_tools
+from . import bridge_tools, resources
 
 log = logging.getLogger("openclaw.mcp")
 
@@ -129,4 +129,5 @@ def build_server(caller: Caller) -> Server:
         ),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        **resources.handlers(caller),
     )
