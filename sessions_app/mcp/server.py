@@ -16,6 +16,7 @@ Built on the official SDK's low-level `Server`; the transports (streamable HTTP 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,6 +41,7 @@ log = logging.getLogger("openclaw.mcp")
 
 SERVER_NAME = "openclaw-sessions"
 UNAVAILABLE = "the database is busy or unreachable; retry shortly"
+PROGRESS_SECONDS = 5.0
 
 # The registry's tools, then OpenClaw's `mcp serve` ones (MCP-only; a registry tool of the same
 # name would win).
@@ -85,12 +87,13 @@ async def call(
         raise MCPError(types.INVALID_PARAMS, UnknownTool(name).message)
     try:
         requester = await caller(ctx)
-        details = await MCP_TOOLS.invoke(
-            name,
-            requester=requester,
-            args=arguments,
-            in_thread=in_thread,
+        invocation = MCP_TOOLS.invoke(
+            name, requester=requester, args=arguments, in_thread=in_thread
         )
+        if MCP_TOOLS.get(name).run_async is not None:
+            details = await with_progress(invocation, ctx)
+        else:
+            details = await invocation
     except Refusal as exc:
         details = {"status": exc.status, "error": exc.message}
         # OpenClaw's bridge tools say the error alone; a registry tool's text is its details.
@@ -110,6 +113,23 @@ async def call(
             {"status": "error", "error": UNAVAILABLE, "type": "unavailable"}, UNAVAILABLE
         )
     return success(name, details)
+
+
+async def with_progress(invocation: Awaitable[dict], ctx: ServerRequestContext[Any, Any]) -> dict:
+    """Await a tool that waits (sessions_send's reply, events_wait), telling a client that asked
+    for progress (a progressToken) every PROGRESS_SECONDS that the wait is still held, so it
+    neither times out nor looks hung. Cancelling the request cancels the wait."""
+    task = asyncio.ensure_future(invocation)
+    waited = 0.0
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
+            if done:
+                return task.result()
+            waited += PROGRESS_SECONDS
+            await ctx.session.report_progress(waited, message=f"still waiting ({waited:.0f} s)")
+    finally:
+        task.cancel()
 
 
 def build_server(caller: Caller) -> Server:

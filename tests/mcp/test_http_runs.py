@@ -25,6 +25,7 @@ def world():
         backend={
             "type": "scripted",
             "rules": [
+                {"match": "very slow", "delayMs": 6500, "reply": "at last"},
                 {"match": "slow", "delayMs": 3000, "reply": "finally"},
                 {"match": "capital", "reply": "Paris."},
                 {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
@@ -90,3 +91,24 @@ def test_a_client_that_leaves_during_a_wait_leaves_the_run_and_the_server_fine(w
     assert not after.is_error
     run = wait_until(lambda: Run.objects.filter(message="slow please").first(), timeout=10)
     wait_until(lambda: Run.objects.get(pk=run.pk).status == "ok", timeout=30)
+
+
+def test_a_held_send_reports_progress_to_a_client_that_asked(world):
+    server, token = world
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value, total, message):
+        progress.append((value, message))
+
+    async def scenario():
+        async with http_client(server, token) as client:
+            return await client.call_tool(
+                "sessions_send",
+                {"sessionKey": "agent:research:main", "message": "very slow, please"},
+                progress_callback=on_progress,
+            )
+
+    sent = asyncio.run(scenario())
+    assert sent.structured_content["status"] == "ok"
+    assert sent.structured_content["reply"] == "at last"
+    assert progress and progress[0][0] == 5.0 and "still waiting" in progress[0][1]
