@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from typing import Any
 
 import anyio
@@ -59,11 +58,3 @@ def serve(token: str, session_key: str | None = None) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)
-
-
-def main() -> None:
-    """The console script: `openclaw-sessions-mcp --key OPENCLAW_API_KEY [--session KEY]`."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openclaw_site.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line([sys.argv[0], "mcp", *sys.argv[1:]])

@@ -6,8 +6,10 @@ import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from tests.live import ROOT, child_env
 from tests.mcp.helpers import db, key, revoke, stdio_parameters, texts
@@ -46,3 +48,21 @@ def test_a_bad_key_refuses_to_start_with_a_message_on_stderr(demo):
     assert done.returncode != 0
     assert "Invalid or missing API key" in done.stderr
     assert done.stdout == ""
+
+
+def test_the_console_script_serves_from_any_directory(demo, tmp_path):
+    token = key()
+    script = Path(sys.executable).parent / "openclaw-sessions-mcp"
+
+    async def scenario():
+        parameters = StdioServerParameters(
+            command=str(script),
+            args=["--key", "OPENCLAW_TEST_KEY"],
+            cwd=str(tmp_path),
+            env=child_env(OPENCLAW_TEST_KEY=token),
+        )
+        async with Client(parameters) as client:
+            return await client.call_tool("agents_list", {})
+
+    agents = asyncio.run(scenario())
+    assert [a["id"] for a in agents.structured_content["agents"]] == ["main", "research"]
