@@ -10,7 +10,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from sessions_app.models import ApiKey
-from tests.mcp.helpers import http_client, key
+from tests.mcp.helpers import db, http_client, key, revoke
 
 DEV = "agent:main:discord:group:dev"
 DEV_URI = f"session://{DEV}"
@@ -105,3 +105,16 @@ def test_a_listen_stream_carries_updates_in_the_2026_era(demo_server):
 
     event = asyncio.run(scenario())
     assert event.uri == DEV_URI
+
+
+def test_a_revoked_key_ends_its_listen_stream(demo_server):
+    token = key()
+
+    async def scenario():
+        async with http_client(demo_server, token) as client:
+            async with client.listen(resource_subscriptions=[DEV_URI]) as subscription:
+                await db(revoke, token)
+                async with asyncio.timeout(10):
+                    return [event async for event in subscription]
+
+    assert asyncio.run(scenario()) == []
