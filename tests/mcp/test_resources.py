@@ -111,10 +111,12 @@ def test_a_revoked_key_ends_its_listen_stream(demo_server):
     token = key()
 
     async def scenario():
-        async with http_client(demo_server, token) as client:
-            async with client.listen(resource_subscriptions=[DEV_URI]) as subscription:
-                await db(revoke, token)
-                async with asyncio.timeout(10):
-                    return [event async for event in subscription]
+        async with (
+            http_client(demo_server, token) as client,
+            client.listen(resource_subscriptions=[DEV_URI]) as subscription,
+        ):
+            await db(revoke, token)
+            async with asyncio.timeout(10):
+                return [event async for event in subscription]
 
     assert asyncio.run(scenario()) == []
