@@ -17,6 +17,7 @@ Built on the official SDK's low-level `Server`; the transports (streamable HTTP 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -52,7 +53,9 @@ MCP_TOOLS = ToolRegistry([*TOOLS, *(t for t in bridge_tools.BRIDGE_TOOLS if t.na
 Caller = Callable[[ServerRequestContext[Any, Any]], Awaitable[Requester]]
 
 
+@functools.cache
 def tool_list() -> list[types.Tool]:
+    """Declarations do not change while the process runs: built once."""
     return [
         types.Tool(
             name=tool.name,
@@ -62,6 +65,13 @@ def tool_list() -> list[types.Tool]:
         )
         for tool in MCP_TOOLS
     ]
+
+
+@functools.cache
+def input_schema(name: str) -> dict[str, Any] | None:
+    """For the SDK's `Mcp-Param-*` header check on 2026-era calls, which otherwise runs the whole
+    tools/list handler on every tools/call (measured: +1.5 ms a call)."""
+    return MCP_TOOLS.get(name).declaration.parameters() if name in MCP_TOOLS else None
 
 
 def success(name: str, details: dict) -> types.CallToolResult:
@@ -147,6 +157,7 @@ def build_server(caller: Caller) -> Server:
             "session and wait for its reply, spawn sub-agents. Transcripts are resources "
             "(session://<key>)."
         ),
+        get_tool_input_schema=input_schema,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         **resources.handlers(caller),
