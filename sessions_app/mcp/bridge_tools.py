@@ -281,6 +281,7 @@ def attachments_fetch(*, requester: Requester, args: Any) -> dict:
         if isinstance(content, list)
         else []
     )
+    # Imported OpenClaw transcripts may carry media outside the content blocks (kept as sent).
     media = message.get("media") or message.get("attachments")
     if isinstance(media, list):
         blocks += [{"type": "openclaw_media", "media": m} for m in media if isinstance(m, dict)]
