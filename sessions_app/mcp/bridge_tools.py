@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Min, Q
+from django.db.models import OuterRef, Q, Subquery
 
 from openclaw_common import keys
 from openclaw_common.errors import NotFound
@@ -110,10 +110,17 @@ def _session_conversation(session: Session, requester: Requester) -> dict | None
 
 
 def _first_user_texts(session_ids: list[str]) -> dict[str, str]:
-    """sessionId → the text of its first user message (OpenClaw's derived title), in two queries."""
+    """sessionId → the text of its first user message (OpenClaw's derived title), in two queries.
+    The first user seq is a LIMIT 1 walk of the (session, seq) index from the start, not an
+    aggregate over the whole transcript (sessions can hold a million messages)."""
+    first_user = (
+        Message.objects.filter(session=OuterRef("pk"), role="user")
+        .order_by("seq")
+        .values("seq")[:1]
+    )
     firsts = (
         Session.objects.filter(session_id__in=session_ids)
-        .annotate(first=Min("messages__seq", filter=Q(messages__role="user")))
+        .annotate(first=Subquery(first_user))
         .filter(first__isnull=False)
         .values_list("pk", "session_id", "first")
     )

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote, unquote
@@ -37,8 +36,6 @@ from ..live.hub import Hub
 from ..live.subscribers import Close, Event, Followed, Subscriber
 from ..resolve import resolve_session
 from ..tools import TOOLS
-
-log = logging.getLogger("openclaw.mcp")
 
 SCHEME = "session://"
 MIME = "application/json"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -37,8 +36,6 @@ from ..identity import Requester
 from ..live.consumer import in_thread
 from ..tools import TOOLS, ToolRegistry, UnknownTool
 from . import bridge_tools, resources
-
-log = logging.getLogger("openclaw.mcp")
 
 SERVER_NAME = "openclaw-sessions"
 UNAVAILABLE = "the database is busy or unreachable; retry shortly"
