@@ -90,7 +90,13 @@ async def updates(requester: Requester, followed: list[Followed]) -> AsyncIterat
             while True:
                 if isinstance(item, Close):
                     return
-                if isinstance(item, Event) and item.session_pk in uris:
+                # Only new messages change the transcript (a hub may send other events for a
+                # followed session, e.g. its sub-agents' states).
+                if (
+                    isinstance(item, Event)
+                    and item.name == "session.message"
+                    and item.session_pk in uris
+                ):
                     changed.add(item.session_pk)
                 if subscriber.outbox.empty():
                     break
