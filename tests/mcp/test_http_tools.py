@@ -9,6 +9,7 @@ import socket
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from sessions_app.models import ApiKey
 from sessions_app.tools import TOOLS
 from tests.mcp.helpers import db, http_client, key, revoke, texts
 
@@ -209,3 +210,15 @@ def test_a_session_is_bound_to_the_key_that_opened_it(demo_server):
         headers={**accept, "Mcp-Session-Id": session_id},
     )
     assert stolen.status == 404
+
+
+def test_an_ingest_key_may_not_act_as_a_session(demo_server):
+    token = key(ApiKey.INGEST)
+
+    async def scenario():
+        async with http_client(demo_server, token) as client:
+            return await client.call_tool("sessions_list", {})
+
+    result = run(scenario())
+    assert result.is_error
+    assert texts(result) == "An ingest key cannot act as a session; use an agent or operator key"

@@ -6,11 +6,14 @@ import asyncio
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from sessions_app.models import Session
 from tests.live import ROOT, child_env
 from tests.mcp.helpers import db, key, revoke, stdio_parameters, texts
 
@@ -66,3 +69,42 @@ def test_the_console_script_serves_from_any_directory(demo, tmp_path):
 
     agents = asyncio.run(scenario())
     assert [a["id"] for a in agents.structured_content["agents"]] == ["main", "research"]
+
+
+def test_stdio_resource_updates_hear_another_process_write_in_both_eras(demo):
+    """The stdio process has its own live hub: it finds a write made by another process (here,
+    this test) by polling, or through Redis when REDIS_URL is set."""
+    token = key()
+    uri = "session://agent:main:main"
+    updated: asyncio.Queue = asyncio.Queue()
+
+    async def on_message(message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            await updated.put(message.params.uri)
+
+    def write(text):
+        from tests.conftest import add_messages, user
+
+        add_messages(Session.objects.get(key="agent:main:main"), user(text))
+
+    async def handshake_era():
+        parameters = stdio_parameters(token)
+        async with Client(parameters, mode="legacy", message_handler=on_message) as client:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # resources/subscribe: the 2025 era's way
+                await client.subscribe_resource(uri)
+            await db(write, "from elsewhere")
+            return await asyncio.wait_for(updated.get(), 10)
+
+    async def listen_era():
+        async with (
+            Client(stdio_parameters(token)) as client,
+            client.listen(resource_subscriptions=[uri]) as subscription,
+        ):
+            await db(write, "and again")
+            async with asyncio.timeout(10):
+                async for event in subscription:
+                    return event.uri
+
+    assert asyncio.run(handshake_era()) == uri
+    assert asyncio.run(listen_era()) == uri
