@@ -220,8 +220,10 @@ class TranscriptResources:
     async def on_subscriptions_listen(
         self, ctx, params: types.SubscriptionsListenRequestParams
     ) -> types.SubscriptionsListenResult:
-        """One listen stream: honour the transcripts the key may read, then send their updates
-        on this request's stream until the client closes it (the hub ends it on revocation)."""
+        """One listen stream: acknowledge the transcripts asked for, then send their updates on
+        this request's stream until the client closes it (the hub ends it on revocation). A
+        transcript the key may not read fails the request with the refusal's text rather than
+        being left out silently. List-changed kinds are not offered (not in the ack)."""
         if ctx.request_id is None:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
