@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 PYTEST_ARGS ?=
 # What mypy checks (pyproject.toml [tool.mypy]); the rest joins as it gets typed.
-TYPED ?= sessions_app/tools sessions_app/runs sessions_app/rows.py sessions_app/transcript.py
+TYPED ?= sessions_app/tools sessions_app/runs sessions_app/mcp sessions_app/rows.py sessions_app/transcript.py
 
 .PHONY: install run test lint typecheck fmt migrations-check bench clean
 

@@ -13,12 +13,17 @@ django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from openclaw_site.middleware import ApiHandler, is_api_path  # noqa: E402
 from sessions_app.live.consumer import websocket_app  # noqa: E402
+from sessions_app.mcp.http import is_mcp_path, mcp_app  # noqa: E402
 
 # The API (API keys only) without the cookie middleware: see openclaw_site/middleware.py.
 api_app = ApiHandler()
 
 
 async def http_app(scope, receive, send):
+    # /mcp/ is the MCP SDK's streamable HTTP transport (API keys only; docs/mcp.md).
+    if is_mcp_path(scope):
+        await mcp_app(scope, receive, send)
+        return
     app = api_app if is_api_path(scope) else django_asgi_app
     await app(scope, receive, send)
 
