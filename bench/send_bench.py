@@ -326,13 +326,14 @@ class Processes:
         self.groups.append(process)
         return process
 
-    def start(self) -> None:
+    def start(self, *, worker: bool = True) -> None:
         # The server command line of `manage.py serve` (its ensure_schedule() is in SETUP),
         # with --app swapped in, so that a patched application can be tried without editing.
         command = server_command(self.server, "127.0.0.1", self.port)
         command[command.index("openclaw_site.asgi:application")] = self.app
         server = self._spawn(command[1:], f"send-{self.label}-server.log")
-        self._spawn(["manage.py", "qcluster"], f"send-{self.label}-worker.log")
+        if worker:
+            self.start_worker()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if server.poll() is not None:
@@ -344,6 +345,9 @@ class Processes:
             except OSError:
                 time.sleep(0.3)
         raise BenchError("server did not answer within 60 s")
+
+    def start_worker(self) -> None:
+        self._spawn(["manage.py", "qcluster"], f"send-{self.label}-worker.log")
 
     def stop(self) -> None:
         for process in self.groups:

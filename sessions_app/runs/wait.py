@@ -4,7 +4,7 @@ The database is the truth; a hint only says "read it now". With REDIS_URL, each 
 one Redis connection subscribed to every run's finish channel (`openclaw:run:*`) and wakes the
 waits of this process from it: no connection or SUBSCRIBE per wait, and a wait reads the run
 when its hint arrives (and every second, in case a hint was lost). Without Redis, or while Redis
-is unreachable, a wait reads the run every 50 ms.
+is unreachable, a wait reads the run after 50 ms, then 1.5× less often, at least every 0.5 s.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from .notify import RUN_CHANNEL_PREFIX
 
 log = logging.getLogger("openclaw.runs")
 
-POLL_SECONDS = 0.05  # without hints
+POLL_SECONDS = 0.05  # without hints: the first reads, then slower (a long wait costs less)
+MAX_POLL_SECONDS = 0.5
 HINTED_POLL_SECONDS = 1.0  # with hints: a lost one costs at most this
 CONNECT_TIMEOUT_SECONDS = 2
 RETRY_AFTER_SECONDS = 5  # after Redis failed, poll for this long before connecting again
@@ -197,6 +198,7 @@ async def wait_for_run(
         return await sync_to_async(load)()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    poll = POLL_SECONDS
     async with _hint(str(run_id)) as (hub, event):
         skip_read = just_started and event is not None
         while True:
@@ -219,4 +221,7 @@ async def wait_for_run(
                     await asyncio.wait_for(event.wait(), min(HINTED_POLL_SECONDS, remaining))
                 event.clear()
             else:
-                await asyncio.sleep(min(POLL_SECONDS, remaining))
+                # No hints (SQLite, or Redis away): 50 ms at first, then 1.5× longer each time
+                # up to 0.5 s, so 10,000 waiters do not read the run 200,000 times a second.
+                await asyncio.sleep(min(poll, remaining))
+                poll = min(poll * 1.5, MAX_POLL_SECONDS)

@@ -1,0 +1,304 @@
+#!/usr/bin/env python
+"""Reliability figures (docs/reliability.md, issue 16): bursts that must not 500, and a worker
+killed with runs in flight.
+
+    .venv/bin/python bench/reliability_bench.py [--only pg-redis] [--waits 10000] [--bad-keys 3000]
+
+For each configuration (send_bench's databases: `sendbench` / var/sendbench, Redis db 7; never
+the development ones) it builds a fresh database with a scripted agent and starts the server
+(`manage.py serve`'s uvicorn, one process).
+
+1. **Burst.** One run stays queued (no worker yet); `--waits` clients open
+   `GET /api/v1/runs/{id}/wait/?timeout=N` on it at once and `--bad-keys` clients send
+   `POST /tools/invoke` with a wrong key, all concurrently (raw asyncio sockets, one connection
+   each). Meanwhile a probe lists sessions (`GET /api/v1/sessions/?limit=5`, a good key) every
+   50 ms. Reported: the statuses of every burst request (no 5xx allowed) and the probe's
+   latency p50/p95/max during the burst.
+2. **Worker killed.** A worker cluster (2 processes) starts; `--sends` sends of a turn that takes
+   2 s are started at once (timeoutSeconds 0). When some are running, the worker process
+   running one is killed with SIGKILL (django-q2 starts a new one). Reported: how each run
+   ended (ok, or error with its reason), the time from the kill to each killed run's end and to
+   the last run's end (tasks it had taken but not started are re-enqueued by the watchdog),
+   runs lost (still queued or running at the end) and
+   duplicated (more than one reply message, or attempts > 1 for an ok run).
+
+Prints Markdown tables; writes bench/results/reliability-<config>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.http_bench import Client  # noqa: E402
+from bench.send_bench import (  # noqa: E402
+    CONFIGS,
+    RESULTS,
+    BenchError,
+    Processes,
+    config_env,
+    django_snippet,
+    fresh_database,
+    manage,
+    percentile,
+)
+
+SLOW = {
+    "type": "scripted",
+    "rules": [
+        {"match": ".*", "on": ["step"], "reply": "REPLY_SKIP"},
+        {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
+        {"match": ".*", "delayMs": 2000, "reply": "done"},
+    ],
+}
+
+SETUP = """
+import json
+from sessions_app.agents import upsert_agent
+from sessions_app.config import update_config
+from sessions_app.store import upsert_session
+upsert_agent(api_key=None, agent_id="main", data={"name": "main"})
+upsert_agent(api_key=None, agent_id="echo", data={"name": "echo", "backend": %(slow)s})
+upsert_session(api_key=None, key="agent:main:main", entry={})
+upsert_session(api_key=None, key="agent:echo:main", entry={})
+update_config(api_key=None, changes={
+    "tools.sessions.visibility": "all", "tools.agentToAgent.enabled": True,
+    "session.agentToAgent.maxPingPongTurns": 0})
+from sessions_app.runs.sweeper import ensure_schedule
+ensure_schedule()
+print(json.dumps({"ok": True}))
+"""
+
+RUNS = """
+import json
+from sessions_app.models import Message, Run
+stamp = lambda t: t.timestamp() if t else None
+rows = [{"id": str(r.pk), "status": r.status, "error": r.error, "attempts": r.attempts,
+         "worker": r.worker, "created": stamp(r.created_at), "started": stamp(r.started_at),
+         "finished": stamp(r.finished_at)}
+        for r in Run.objects.filter(kind="send")]
+replies = Message.objects.filter(session__key="agent:echo:main", role="assistant").count()
+print(json.dumps({"runs": rows, "assistant_messages": replies}))
+"""
+
+
+# --- raw asyncio HTTP, one connection per request (10,000 at once) -----------------------------
+
+
+async def http(
+    port: int, method: str, path: str, token: str, body: bytes = b""
+) -> tuple[int, float]:
+    started = time.monotonic()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return -1, time.monotonic() - started
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        writer.write(head.encode() + body)
+        await writer.drain()
+        status_line = await reader.readline()
+        await reader.read()  # to the close
+        status = int(status_line.split()[1]) if status_line else -2
+    except (OSError, ValueError, IndexError):
+        status = -3
+    finally:
+        writer.close()
+    return status, time.monotonic() - started
+
+
+async def burst(port: int, token: str, run_id: str, waits: int, bad_keys: int, wait_s: int) -> dict:
+    probe_latencies: list[float] = []
+    probe_statuses: Counter = Counter()
+    stop = asyncio.Event()
+
+    async def probe() -> None:
+        while not stop.is_set():
+            status, seconds = await http(port, "GET", "/api/v1/sessions/?limit=5", token)
+            probe_statuses[status] += 1
+            probe_latencies.append(seconds)
+            await asyncio.sleep(0.05)
+
+    body = json.dumps({"tool": "sessions_list", "args": {}}).encode()
+    prober = asyncio.create_task(probe())
+    await asyncio.sleep(1)
+    started = time.monotonic()
+    requests = [
+        http(port, "GET", f"/api/v1/runs/{run_id}/wait/?timeout={wait_s}", token)
+        for _ in range(waits)
+    ] + [http(port, "POST", "/tools/invoke", "not-a-key", body) for _ in range(bad_keys)]
+    results = await asyncio.gather(*requests)
+    elapsed = time.monotonic() - started
+    stop.set()
+    await prober
+    wait_statuses = Counter(s for s, _ in results[:waits])
+    bad_statuses = Counter(s for s, _ in results[waits:])
+    return {
+        "waits": waits,
+        "bad_keys": bad_keys,
+        "burst_s": round(elapsed, 1),
+        "wait_statuses": dict(wait_statuses),
+        "bad_key_statuses": dict(bad_statuses),
+        "server_errors": sum(n for s, n in (wait_statuses + bad_statuses).items() if s >= 500),
+        "probe": {
+            "requests": len(probe_latencies),
+            "statuses": dict(probe_statuses),
+            "p50_ms": round(percentile(probe_latencies, 0.5) * 1000, 1),
+            "p95_ms": round(percentile(probe_latencies, 0.95) * 1000, 1),
+            "max_ms": round(max(probe_latencies) * 1000, 1),
+        },
+    }
+
+
+def start_send(port: int, token: str, text: str) -> str:
+    status, payload = Client(port, token).request(
+        "POST",
+        "/tools/invoke",
+        {
+            "tool": "sessions_send",
+            "args": {"sessionKey": "agent:echo:main", "message": text, "timeoutSeconds": 0},
+        },
+    )
+    if status != 200:
+        raise BenchError(f"send: {status} {payload[:200]!r}")
+    return json.loads(payload)["result"]["details"]["runId"]
+
+
+def killed_worker(env: dict, procs: Processes, token: str, sends: int) -> dict:
+    run_ids = [start_send(procs.port, token, f"job {i}") for i in range(sends)]
+    mine = set(run_ids)
+    deadline = time.monotonic() + 60
+    victim = None
+    while time.monotonic() < deadline and victim is None:
+        report = django_snippet(env, RUNS)
+        running = [r for r in report["runs"] if r["status"] == "running" and r["worker"]]
+        if running:
+            victim = running[0]
+        else:
+            time.sleep(0.2)
+    if victim is None:
+        raise BenchError("no run started")
+    pid = int(victim["worker"].rsplit(":", 1)[1])
+    held = [
+        r["id"]
+        for r in report["runs"]
+        if r["status"] == "running" and r["worker"] == victim["worker"]
+    ]
+    os.kill(pid, signal.SIGKILL)
+    killed_at = time.time()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        report = django_snippet(env, RUNS)
+        if all(r["status"] not in ("queued", "running") for r in report["runs"]):
+            break
+        time.sleep(0.5)
+    runs = {r["id"]: r for r in report["runs"] if r["id"] in mine}
+    ended = Counter(
+        (r["status"], r["error"].split(";")[0] if r["error"] else "") for r in runs.values()
+    )
+    killed_end_s = [round(runs[i]["finished"] - killed_at, 1) for i in held if runs[i]["finished"]]
+    ok = [r for r in runs.values() if r["status"] == "ok"]
+    return {
+        "sends": len(run_ids),
+        "killed_pid": pid,
+        "runs_in_flight_on_it": len(held),
+        "ended": {f"{s}: {e}" if e else s: n for (s, e), n in ended.items()},
+        "killed_runs_ended_after_s": killed_end_s,
+        "all_done_after_s": round(max(r["finished"] or 0 for r in runs.values()) - killed_at, 1),
+        "lost": sum(1 for r in runs.values() if r["status"] in ("queued", "running")),
+        "duplicated": sum(1 for r in ok if r["attempts"] > 1),
+        "ok_runs": len(ok),
+    }
+
+
+def bench(name: str, args) -> dict:
+    env = config_env(name, workers=2, settings=None)
+    fresh_database(name, env)
+    django_snippet(env, SETUP % {"slow": json.dumps(SLOW)})
+    token = (
+        manage(env, "create_api_key", "--scope", "agent", "--agent", "main")
+        .strip()
+        .splitlines()[-1]
+    )
+    procs = Processes(env, f"reliability-{name}", "openclaw_site.asgi:application", "uvicorn")
+    result: dict = {"config": name, "title": CONFIGS[name]["title"]}
+    try:
+        procs.start(worker=False)
+        run_id = start_send(procs.port, token, "wait for me")  # no worker: it stays queued
+        result["burst"] = asyncio.run(
+            burst(procs.port, token, run_id, args.waits, args.bad_keys, args.wait_seconds)
+        )
+        procs.start_worker()
+        time.sleep(2)
+        result["killed_worker"] = killed_worker(env, procs, token, args.sends)
+    finally:
+        procs.stop()
+    return result
+
+
+def markdown(results: list[dict]) -> str:
+    lines = [
+        "| configuration | waits + bad keys | 5xx | wait statuses | bad-key statuses | probe p50 / p95 / max |",
+        "|---|---:|---:|---|---|---:|",
+    ]
+    for r in results:
+        b = r["burst"]
+        lines.append(
+            f"| {r['title']} | {b['waits']} + {b['bad_keys']} | **{b['server_errors']}** | "
+            f"{b['wait_statuses']} | {b['bad_key_statuses']} | "
+            f"{b['probe']['p50_ms']} / **{b['probe']['p95_ms']}** / {b['probe']['max_ms']} ms |"
+        )
+    lines += [
+        "",
+        "| configuration | sends | in flight on the killed worker | ended | killed runs ended after | lost | duplicated |",
+        "|---|---:|---:|---|---|---:|---:|",
+    ]
+    for r in results:
+        k = r["killed_worker"]
+        lines.append(
+            f"| {r['title']} | {k['sends']} | {k['runs_in_flight_on_it']} | {k['ended']} | "
+            f"{k['killed_runs_ended_after_s']} s | {k['lost']} | {k['duplicated']} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(CONFIGS))
+    parser.add_argument("--waits", type=int, default=10000)
+    parser.add_argument("--bad-keys", type=int, default=3000)
+    parser.add_argument("--wait-seconds", type=int, default=20)
+    parser.add_argument("--sends", type=int, default=12)
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    names = [args.only] if args.only else ["sqlite", "pg-redis"]
+    results = []
+    for name in names:
+        print(f"== {CONFIGS[name]['title']}", flush=True)
+        result = bench(name, args)
+        result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
+        result["at"] = datetime.now(UTC).isoformat()
+        (RESULTS / f"reliability-{name}.json").write_text(json.dumps(result, indent=2))
+        print(json.dumps(result, indent=1)[:3000], flush=True)
+        results.append(result)
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
