@@ -262,12 +262,32 @@ def _write_session(
                 f"(reset in OpenClaw?); its transcript is still matched by count against "
                 f"the {before['last_seq']} messages stored",
             )
+        entry = _keep_spawned_by(run, store_path, raw_key, entry, before)
         session, created = store.upsert_session(api_key=None, key=key, entry=entry, touch=False)
         added = 0
         if transcript is not None and transcript.exists():
             added = _append_transcript(run, session, transcript, skip)
         after = _entry_values(Session.objects.filter(pk=session.pk))
     return _Written(agent_created, created, after != before, added, skipped)
+
+
+def _keep_spawned_by(
+    run: _Run, store_path: Path, raw_key: str, entry: dict, before: dict | None
+) -> dict:
+    """The entry without a spawnedBy that would change the stored one: it is set once, at
+    creation (it decides who may read the session). A re-import keeps the session's transcript
+    coming and notes the difference instead of failing the whole session."""
+    given = entry.get("spawnedBy")
+    if before is None or "spawnedBy" not in entry or not isinstance(given, str | None):
+        return entry
+    if (given or "") == before["spawned_by"]:
+        return entry
+    run.problem(
+        store_path,
+        f"{raw_key}: spawnedBy changed from {before['spawned_by'] or 'empty'} to "
+        f"{given or 'empty'}; kept {before['spawned_by'] or 'empty'} (set once, at creation)",
+    )
+    return {k: v for k, v in entry.items() if k != "spawnedBy"}
 
 
 def _count(report: ImportReport, owner: str, written: _Written) -> None:

@@ -399,6 +399,8 @@ def _write_entry(
     created = session is None
     if created:
         session = Session(key=changes.key, agent_id=changes.agent_id)
+    else:
+        check_spawned_by_unchanged(session, changes.fields)
     if changes.session_id and changes.session_id != session.session_id:
         clash = Session.objects.filter(session_id=changes.session_id).exclude(key=changes.key)
         if clash.exists():
@@ -417,6 +419,17 @@ def _write_entry(
     session.save()
     live_hint(session.pk, session.change_reason)
     return session, created
+
+
+def check_spawned_by_unchanged(session: Session, fields: dict) -> None:
+    """`spawnedBy` is set once, at creation: it decides who may read the session (visibility
+    `tree`, the sandbox clamp), so an ingest key that could rewrite it could widen access.
+    Sending the stored value again is fine (an upsert repeats the whole entry)."""
+    if "spawned_by" in fields and (fields["spawned_by"] or "") != session.spawned_by:
+        raise InvalidArgument(
+            f"spawnedBy of {session.key} is set once, at creation "
+            f"(it is {session.spawned_by or 'empty'}); it cannot be changed"
+        )
 
 
 _NULLABLE = frozenset(
