@@ -267,3 +267,16 @@ def test_under_scope_global_another_agents_key_defaults_to_its_own_main(principa
     assert research.get(url(RESEARCH, "history/")).status_code == 200
     assert research.get(url(GLOBAL, "history/")).status_code == 403
     assert principals["agent"].get(url(GLOBAL, "history/")).status_code == 200
+
+
+def test_reserved_keys_follow_a_configured_default_agent(principals, world):
+    """With defaultAgentId=research, `global` is research's: a main key with visibility `agent`
+    no longer reads it, and only research's keys act as it."""
+    set_config(default_agent_id="research", visibility="agent")
+    main, research = principals["agent"], principals["research"]
+    assert main.get(url(GLOBAL, "history/")).status_code == 403
+    refused = main.get(url(MAIN, "history/"), HTTP_X_OPENCLAW_SESSION_KEY=GLOBAL)
+    assert refused.status_code == 403
+    acting = research.get(url(GLOBAL, "history/"), HTTP_X_OPENCLAW_SESSION_KEY=GLOBAL)
+    assert acting.status_code == 200, acting.content
+    assert research.get(url(GLOBAL, "history/")).status_code == 200  # visibility agent
