@@ -435,7 +435,7 @@ def _line_message(raw: bytes, *, first: bool) -> tuple[Message | None, str | Non
         if "role" not in message:
             return None, "message has no role"
         # Caught here, so one such line is skipped instead of failing the session's insert.
-        problem = unstorable(message)
+        problem = unstorable(message, check_depth=False)  # too deep: stored flattened
         if problem is not None:
             return None, f"message {problem}"
         if message.get("timestamp") is None:
@@ -452,10 +452,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def unstorable(value: Any) -> str | None:
+def unstorable(value: Any, *, check_depth: bool = True) -> str | None:
     """Why `value` cannot be stored (store.check_storable's message), or None."""
     try:
-        store.check_storable(value, "")
+        store.check_storable(value, "", check_depth=check_depth)
     except ToolError as exc:
         return exc.message
     return None

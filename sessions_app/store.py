@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, NotFound
 
-from . import sanitize
+from . import jsondepth, sanitize
 from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session, live_hint, now_ms
 
 MAX_MESSAGES_PER_APPEND = 1000
@@ -130,14 +130,18 @@ def require_scope(api_key: ApiKey, *scopes: str) -> None:
 # --- field readers --------------------------------------------------------------------------
 
 
-def check_storable(value: Any, where: str = "") -> None:
-    """Refuse strings no column can hold, naming where they are (`messages[0].content`).
+def check_storable(value: Any, where: str = "", *, check_depth: bool = True) -> None:
+    """Refuse strings no column can hold, naming where they are (`messages[0].content`), and
+    values nested deeper than jsondepth.max_depth() (unless `check_depth` is False: the caller
+    flattens them).
 
     JSON escapes can smuggle in NUL (PostgreSQL text and jsonb refuse it) and unpaired
     surrogates like "\\ud800" (not encodable as UTF-8, so neither database nor response can
     take them). Iterative, because values may nest as deep as json.loads allows. `where` is the
     path of `value` itself.
     """
+    if check_depth and jsondepth.depth_exceeds(value, limit := jsondepth.max_depth()):
+        raise InvalidArgument(jsondepth.too_deep_text(where or "request body", limit))
     stack = [(value, where)]
     while stack:
         item, path = stack.pop()
@@ -505,7 +509,10 @@ def read_message(index: int, raw: Any) -> Message:
     where = f"messages[{index}]"
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{where} must be an object")
-    check_storable(raw, where)
+    check_storable(raw, where, check_depth=False)
+    # API input deeper than the limit was refused at the edge (check_storable on the body);
+    # what gets here too deep comes from a model backend or an import: stored flattened.
+    raw = jsondepth.flatten_message(raw)
     role = raw.get("role")
     if role not in MESSAGE_ROLES:
         raise InvalidArgument(f"{where}.role must be one of {', '.join(MESSAGE_ROLES)}")

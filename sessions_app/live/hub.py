@@ -546,24 +546,41 @@ def _message_events(
         if session_key is None:
             key = Session.objects.values_list("key", flat=True).get(pk=session_pk)
             session_key = keys.display_key(key, GatewayConfig.load().key_settings)
-        message = sanitize.sanitize_message(row.payload(), sanitize.Flags(), scan=row.scan_needed)
         seq = row.seq
-        payload = orjson.dumps({"sessionKey": session_key, "messageSeq": seq, "message": message})
-        if len(payload) > limits.get("MAX_EVENT_BYTES"):
-            payload = orjson.dumps(
-                {
-                    "sessionKey": session_key,
-                    "messageSeq": seq,
-                    "message": {
-                        "role": message.get("role"),
-                        "content": sanitize.TOO_LARGE_PLACEHOLDER,
-                        "__openclaw": {"seq": seq},
-                    },
-                }
+        try:
+            message = sanitize.sanitize_message(
+                row.payload(), sanitize.Flags(), scan=row.scan_needed
             )
+            payload = orjson.dumps(
+                {"sessionKey": session_key, "messageSeq": seq, "message": message}
+            )
+        except (orjson.JSONEncodeError, RecursionError, TypeError, ValueError) as exc:
+            # One message this process cannot encode (nested past orjson's limit, stored before
+            # the depth limit) must not stop every other session's events: a placeholder.
+            log.warning("live: message %s of session %s not encodable: %s", seq, session_pk, exc)
+            message = {"role": row.role}
+            payload = _placeholder(session_key, seq, row.role, NOT_ENCODABLE_PLACEHOLDER)
+        else:
+            if len(payload) > limits.get("MAX_EVENT_BYTES"):
+                payload = _placeholder(
+                    session_key, seq, message.get("role"), sanitize.TOO_LARGE_PLACEHOLDER
+                )
         event = Event("session.message", payload.decode(), seq, session_pk)
         out.append((seq, message.get("role"), event))
     return out
+
+
+NOT_ENCODABLE_PLACEHOLDER = "[sessions_history omitted: message could not be encoded]"
+
+
+def _placeholder(session_key: str, seq: int, role: str | None, text: str) -> bytes:
+    return orjson.dumps(
+        {
+            "sessionKey": session_key,
+            "messageSeq": seq,
+            "message": {"role": role, "content": text, "__openclaw": {"seq": seq}},
+        }
+    )
 
 
 def _access(key_ids: set[int], user_ids: set[int], agent_ids: set[str]) -> Access:
