@@ -42,6 +42,9 @@ class Requester:
     scope: str
     config: GatewayConfig
     api_key_id: int | None = None
+    # An agent key's default session; a connection that becomes sandboxed while acting as
+    # another session is closed (live/hub.py), as requester_for would now refuse it.
+    home_key: str = ""
 
     @property
     def key_settings(self) -> keys.KeySettings:
@@ -127,6 +130,7 @@ def requester_for(
         scope=api_key.scope,
         config=config,
         api_key_id=api_key.pk,
+        home_key=default_key if api_key.scope == ApiKey.AGENT else "",
     )
 
 

@@ -366,9 +366,23 @@ class Access:
     users: set[int]  # active users who may still view sessions
     agent_sandboxed: dict[str, bool]
     config: GatewayConfig
+    # What was asked: a connection identified after the snapshot is not in these, and waits
+    # for the next check (it would otherwise read as revoked, or as not sandboxed).
+    asked: tuple[frozenset[int], frozenset[int], frozenset[str]] = (
+        frozenset(),
+        frozenset(),
+        frozenset(),
+    )
 
 
 def _recheck(subscriber: Subscriber, access: Access) -> None:
+    key_ids, user_ids, agent_ids = access.asked
+    if subscriber.user_id is not None and subscriber.user_id not in user_ids:
+        return
+    if subscriber.api_key_id is not None and (
+        subscriber.api_key_id not in key_ids or subscriber.requester.agent_id not in agent_ids
+    ):
+        return
     if subscriber.user_id is not None:
         # Team members read every session (identity.requester_for_user): only their account
         # and its permission matter.
@@ -385,6 +399,16 @@ def _recheck(subscriber: Subscriber, access: Access) -> None:
         requester.agent_id, False
     )
     fresh = replace(requester, config=access.config, sandboxed=sandboxed)
+    if (
+        sandboxed
+        and not requester.sandboxed
+        and requester.home_key
+        and requester.session_key != requester.home_key
+    ):
+        # Sandboxed since it connected, acting as a session other than its default: closed, to
+        # connect again under the sandbox's rules (identity.requester_for).
+        subscriber.close(4403, "access revoked: sandboxed")
+        return
     policy = visibility.policy_for(fresh)
     if policy == subscriber.policy:
         return
@@ -609,4 +633,5 @@ def _access(key_ids: set[int], user_ids: set[int], agent_ids: set[str]) -> Acces
         agent_sandboxed = dict(
             Agent.objects.filter(pk__in=agent_ids).values_list("pk", "sandboxed")
         )
-    return Access(key_sandboxed, users, agent_sandboxed, GatewayConfig.load())
+    asked = (frozenset(key_ids), frozenset(user_ids), frozenset(agent_ids))
+    return Access(key_sandboxed, users, agent_sandboxed, GatewayConfig.load(), asked)

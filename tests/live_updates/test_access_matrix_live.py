@@ -11,6 +11,7 @@ from django.test import AsyncClient
 
 from tests.sessions_app.test_access_matrix import (  # noqa: F401  (fixtures: principals, world)
     ACTING,
+    CRON,
     PRINCIPALS,
     SESSIONS,
     acts_as,
@@ -90,3 +91,41 @@ async def test_live_ways_in_follow_the_matrix(principals, world, config):  # noq
                     failures.append(("ws", first_frame, principal, acting, json.dumps(got)))
     assert not failures, failures
     assert count == len(PRINCIPALS) * len(ACTING) * len(SESSIONS) * 3
+
+
+async def test_a_key_sandboxed_while_acting_as_another_session_is_closed(principals, world):  # noqa: F811
+    """Sandboxing applies to open connections too: one acting as the cron session (allowed
+    when it opened) is closed, as a new connection would be refused."""
+    from sessions_app.models import ApiKey
+
+    from .conftest import connected
+
+    token = principals["agent"].token
+    async with connected(token, headers=[(b"x-openclaw-session-key", CRON.encode())]) as client:
+        res = await client.request("sessions.messages.subscribe", {"key": CRON})
+        assert res["ok"], res
+        await db(
+            lambda: ApiKey.objects.filter(
+                scope="agent", agent_id="main", session_key="", sandboxed=False
+            ).update(sandboxed=True)
+        )()
+        closed = await client.ws.receive_output(timeout=3)
+    assert closed["code"] == 4403 and closed["reason"] == "access revoked: sandboxed"
+
+
+async def test_a_connection_newer_than_the_access_check_is_not_closed(principals, world):  # noqa: F811
+    """The periodic access check reads keys from a snapshot of the connections; one that
+    authenticated after the snapshot is checked next time, not taken for revoked."""
+    from sessions_app.identity import requester_for
+    from sessions_app.live.hub import _access, _recheck
+    from sessions_app.live.subscribers import Subscriber
+    from sessions_app.models import ApiKey
+
+    def build():
+        key = ApiKey.objects.get(scope="agent", agent_id="main", sandboxed=False, session_key="")
+        subscriber = Subscriber(requester_for(key), api_key_id=key.pk)
+        return subscriber, _access(set(), set(), set())  # a snapshot taken before it connected
+
+    subscriber, access = await db(build)()
+    _recheck(subscriber, access)
+    assert subscriber.closing is None
