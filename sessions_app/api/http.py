@@ -184,7 +184,7 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                     request.META.get("HTTP_AUTHORIZATION")
                 )
                 async with ratelimit.admitted(request.api_key) as refused:  # 429 + Retry-After
-                    return refused or await view(request, *args, **kwargs)
+                    return refused if refused is not None else await view(request, *args, **kwargs)
             except Exception as exc:
                 response = error_response(exc, invalid_type=invalid_type)
                 if response is None:
