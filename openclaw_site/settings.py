@@ -238,3 +238,24 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
+
+# --- Access limits (issue 16): API rate and concurrency per key, login throttling, JSON depth,
+# password rules. sessions_app/api/ratelimit.py, sessions_app/login_throttle.py,
+# sessions_app/jsondepth.py; README "Production mode". 0 turns a limit off.
+OPENCLAW_API_RATE_LIMIT = int(os.environ.get("OPENCLAW_API_RATE_LIMIT", "20000"))
+OPENCLAW_API_RATE_WINDOW_SECONDS = int(os.environ.get("OPENCLAW_API_RATE_WINDOW_SECONDS", "60"))
+OPENCLAW_API_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_API_CONCURRENCY_LIMIT", "64"))
+OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
+OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
+# The cache the counters live in: local memory (per process) unless CACHES names a shared one.
+OPENCLAW_LIMITS_CACHE = os.environ.get("OPENCLAW_LIMITS_CACHE", "default")
+OPENCLAW_MAX_JSON_DEPTH = int(os.environ.get("OPENCLAW_MAX_JSON_DEPTH", "64"))
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 12},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]

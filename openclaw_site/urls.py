@@ -4,6 +4,10 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from sessions_app.api.tools_invoke import tools_invoke
+from sessions_app.login_throttle import throttled
+
+# Both login forms count failed attempts (sessions_app/login_throttle.py).
+admin.site.login = throttled(admin.site.login)
 
 urlpatterns = [
     path("tools/invoke", tools_invoke, name="tools-invoke"),
@@ -19,7 +23,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        throttled(auth_views.LoginView.as_view(redirect_authenticated_user=True)),
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, Unauthenticated
 
-from .models import Agent, ApiKey, GatewayConfig
+from .models import Agent, ApiKey, GatewayConfig, Session
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -42,6 +42,9 @@ class Requester:
     scope: str
     config: GatewayConfig
     api_key_id: int | None = None
+    # An agent key's default session; a connection that becomes sandboxed while acting as
+    # another session is closed (live/hub.py), as requester_for would now refuse it.
+    home_key: str = ""
 
     @property
     def key_settings(self) -> keys.KeySettings:
@@ -82,7 +85,7 @@ def requester_for(
         if agent_id is not None and agent_id != own_agent:
             raise AccessDenied(f"This API key belongs to agent {own_agent}, not {agent_id}")
         agent_id = own_agent
-        default_key = api_key.session_key or keys.main_session_key(own_agent, settings)
+        default_key = api_key.session_key or _home_session(own_agent, settings)
     else:
         agent_id = agent_id or settings.default_agent_id
         default_key = keys.main_session_key(agent_id, settings)
@@ -97,7 +100,7 @@ def requester_for(
         except keys.InvalidKey as exc:
             raise InvalidArgument(f"sessionKey: {exc}") from None
 
-    owner = keys.agent_id_of(canonical) if canonical not in keys.RESERVED_KEYS else agent_id
+    owner = session_owner(canonical, settings)
     if api_key.scope == ApiKey.AGENT:
         if owner != api_key.agent_id:
             raise AccessDenied(f"This API key may not act as session {canonical}")
@@ -107,14 +110,63 @@ def requester_for(
     agent = api_key.agent if api_key.agent_id == owner else Agent.objects.filter(pk=owner).first()
     if agent is None:
         raise InvalidArgument(f"agent not found: {owner}")
+    sandboxed = bool(api_key.sandboxed or agent.sandboxed)
+    if (
+        sandboxed
+        and api_key.scope == ApiKey.AGENT
+        and canonical != default_key
+        and not spawned_under(canonical, default_key)
+    ):
+        # The sandbox clamp is relative to the acting session: a sandboxed key that could name
+        # any session of its agent would read that session's transcript as "itself".
+        raise AccessDenied(
+            f"This sandboxed API key may act only as {default_key} or a session spawned under "
+            f"it, not {canonical}"
+        )
     return Requester(
         session_key=canonical,
         agent_id=owner,
-        sandboxed=bool(api_key.sandboxed or agent.sandboxed),
+        sandboxed=sandboxed,
         scope=api_key.scope,
         config=config,
         api_key_id=api_key.pk,
+        home_key=default_key if api_key.scope == ApiKey.AGENT else "",
     )
+
+
+def session_owner(canonical: str, settings: keys.KeySettings) -> str:
+    """The agent a stored key belongs to: the reserved keys (`global`, `unknown`) are the
+    default agent's, as the store files them."""
+    if canonical in keys.RESERVED_KEYS:
+        return settings.default_agent_id
+    return keys.agent_id_of(canonical)
+
+
+def _home_session(agent_id: str, settings: keys.KeySettings) -> str:
+    """An agent key's default session: its agent's main session. Under `session.scope=global`
+    that is the reserved `global`, which only the default agent acts as; another agent's key
+    then defaults to its own `agent:<id>:<mainKey>`."""
+    home = keys.main_session_key(agent_id, settings)
+    if home in keys.RESERVED_KEYS and agent_id != settings.default_agent_id:
+        return f"agent:{agent_id}:{settings.main_key}"
+    return home
+
+
+MAX_SPAWN_CHAIN = 64  # spawnDepth is at most 32; a longer chain is a cycle in imported data
+
+
+def spawned_under(key: str, ancestor: str) -> bool:
+    """Whether session `key` was spawned, directly or through sub-agents, by `ancestor`."""
+    seen: set[str] = set()
+    while key and key not in seen and len(seen) < MAX_SPAWN_CHAIN:
+        seen.add(key)
+        parent = Session.objects.filter(key=key).values_list("spawned_by", flat=True).first()
+        if not parent:
+            return False
+        if parent == ancestor:
+            return True
+        key = parent
+    return False
 
 
 def requester_for_session(session, *, config: GatewayConfig | None = None) -> Requester:

@@ -262,12 +262,32 @@ def _write_session(
                 f"(reset in OpenClaw?); its transcript is still matched by count against "
                 f"the {before['last_seq']} messages stored",
             )
+        entry = _keep_spawned_by(run, store_path, raw_key, entry, before)
         session, created = store.upsert_session(api_key=None, key=key, entry=entry, touch=False)
         added = 0
         if transcript is not None and transcript.exists():
             added = _append_transcript(run, session, transcript, skip)
         after = _entry_values(Session.objects.filter(pk=session.pk))
     return _Written(agent_created, created, after != before, added, skipped)
+
+
+def _keep_spawned_by(
+    run: _Run, store_path: Path, raw_key: str, entry: dict, before: dict | None
+) -> dict:
+    """The entry without a spawnedBy that would change the stored one: it is set once, at
+    creation (it decides who may read the session). A re-import keeps the session's transcript
+    coming and notes the difference instead of failing the whole session."""
+    given = entry.get("spawnedBy")
+    if before is None or "spawnedBy" not in entry or not isinstance(given, str | None):
+        return entry
+    if (given or "") == before["spawned_by"]:
+        return entry
+    run.problem(
+        store_path,
+        f"{raw_key}: spawnedBy changed from {before['spawned_by'] or 'empty'} to "
+        f"{given or 'empty'}; kept {before['spawned_by'] or 'empty'} (set once, at creation)",
+    )
+    return {k: v for k, v in entry.items() if k != "spawnedBy"}
 
 
 def _count(report: ImportReport, owner: str, written: _Written) -> None:
@@ -415,7 +435,7 @@ def _line_message(raw: bytes, *, first: bool) -> tuple[Message | None, str | Non
         if "role" not in message:
             return None, "message has no role"
         # Caught here, so one such line is skipped instead of failing the session's insert.
-        problem = unstorable(message)
+        problem = unstorable(message, check_depth=False)  # too deep: stored flattened
         if problem is not None:
             return None, f"message {problem}"
         if message.get("timestamp") is None:
@@ -432,10 +452,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def unstorable(value: Any) -> str | None:
+def unstorable(value: Any, *, check_depth: bool = True) -> str | None:
     """Why `value` cannot be stored (store.check_storable's message), or None."""
     try:
-        store.check_storable(value, "")
+        store.check_storable(value, "", check_depth=check_depth)
     except ToolError as exc:
         return exc.message
     return None

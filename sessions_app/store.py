@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, NotFound
 
-from . import sanitize
+from . import jsondepth, sanitize
 from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session, live_hint, now_ms
 
 MAX_MESSAGES_PER_APPEND = 1000
@@ -130,14 +130,18 @@ def require_scope(api_key: ApiKey, *scopes: str) -> None:
 # --- field readers --------------------------------------------------------------------------
 
 
-def check_storable(value: Any, where: str = "") -> None:
-    """Refuse strings no column can hold, naming where they are (`messages[0].content`).
+def check_storable(value: Any, where: str = "", *, check_depth: bool = True) -> None:
+    """Refuse strings no column can hold, naming where they are (`messages[0].content`), and
+    values nested deeper than jsondepth.max_depth() (unless `check_depth` is False: the caller
+    flattens them).
 
     JSON escapes can smuggle in NUL (PostgreSQL text and jsonb refuse it) and unpaired
     surrogates like "\\ud800" (not encodable as UTF-8, so neither database nor response can
     take them). Iterative, because values may nest as deep as json.loads allows. `where` is the
     path of `value` itself.
     """
+    if check_depth and jsondepth.depth_exceeds(value, limit := jsondepth.max_depth()):
+        raise InvalidArgument(jsondepth.too_deep_text(where or "request body", limit))
     stack = [(value, where)]
     while stack:
         item, path = stack.pop()
@@ -399,6 +403,8 @@ def _write_entry(
     created = session is None
     if created:
         session = Session(key=changes.key, agent_id=changes.agent_id)
+    else:
+        check_spawned_by_unchanged(session, changes.fields)
     if changes.session_id and changes.session_id != session.session_id:
         clash = Session.objects.filter(session_id=changes.session_id).exclude(key=changes.key)
         if clash.exists():
@@ -417,6 +423,17 @@ def _write_entry(
     session.save()
     live_hint(session.pk, session.change_reason)
     return session, created
+
+
+def check_spawned_by_unchanged(session: Session, fields: dict) -> None:
+    """`spawnedBy` is set once, at creation: it decides who may read the session (visibility
+    `tree`, the sandbox clamp), so an ingest key that could rewrite it could widen access.
+    Sending the stored value again is fine (an upsert repeats the whole entry)."""
+    if "spawned_by" in fields and (fields["spawned_by"] or "") != session.spawned_by:
+        raise InvalidArgument(
+            f"spawnedBy of {session.key} is set once, at creation "
+            f"(it is {session.spawned_by or 'empty'}); it cannot be changed"
+        )
 
 
 _NULLABLE = frozenset(
@@ -492,7 +509,10 @@ def read_message(index: int, raw: Any) -> Message:
     where = f"messages[{index}]"
     if not isinstance(raw, dict):
         raise InvalidArgument(f"{where} must be an object")
-    check_storable(raw, where)
+    check_storable(raw, where, check_depth=False)
+    # API input deeper than the limit was refused at the edge (check_storable on the body);
+    # what gets here too deep comes from a model backend or an import: stored flattened.
+    raw = jsondepth.flatten_message(raw)
     role = raw.get("role")
     if role not in MESSAGE_ROLES:
         raise InvalidArgument(f"{where}.role must be one of {', '.join(MESSAGE_ROLES)}")

@@ -32,6 +32,7 @@ class Policy:
     restrict_to_spawned: bool
     a2a_enabled: bool
     a2a_allow: tuple[str, ...]
+    default_agent: str = keys.DEFAULT_AGENT_ID  # owns the reserved keys (global, unknown)
 
 
 def effective_visibility(
@@ -62,6 +63,7 @@ def policy_for(requester) -> Policy:
         ),
         a2a_enabled=config.a2a_enabled is True,
         a2a_allow=tuple(str(p) for p in (config.a2a_allow or [])),
+        default_agent=requester.key_settings.default_agent_id,
     )
 
 
@@ -93,8 +95,9 @@ def a2a_allowed(policy: Policy, source: str, target: str) -> bool:
     )
 
 
-def target_agent(key: str) -> str:
-    return keys.agent_id_of(key)
+def target_agent(key: str, default_agent: str = keys.DEFAULT_AGENT_ID) -> str:
+    """The agent a session belongs to; the reserved keys are the default agent's, as stored."""
+    return default_agent if key in keys.RESERVED_KEYS else keys.agent_id_of(key)
 
 
 def check(
@@ -102,7 +105,7 @@ def check(
 ) -> str | None:
     """The forbidden text for `action` on `target_key`, or None when it is visible."""
     prefix, noun, tail = ACTIONS[action]
-    target = target_agent(target_key)
+    target = target_agent(target_key, policy.default_agent)
     if target != policy.requester_agent:
         if policy.visibility != "all":
             return (

@@ -116,6 +116,15 @@ class Api:
         return self.client.put(path, data, content_type="application/json", **self.headers(headers))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_limits(settings):
+    """Rate and login-failure counters live in Django's cache, which outlives a test (and key
+    ids repeat after a flush): each test starts with none."""
+    from django.core.cache import caches
+
+    caches[getattr(settings, "OPENCLAW_LIMITS_CACHE", "default")].clear()
+
+
 @pytest.fixture
 def agents(db):
     """Agents main (may spawn research), research, and other."""

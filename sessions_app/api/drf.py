@@ -16,7 +16,7 @@ from openclaw_common.errors import InvalidArgument, Unauthenticated
 from ..identity import authenticate
 from ..jsontext import dumps_bytes
 from ..models import ApiKey
-from . import http
+from . import http, ratelimit
 
 
 class KeyUser:
@@ -35,6 +35,7 @@ class KeyUser:
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         api_key = authenticate(request.META.get("HTTP_AUTHORIZATION"))
+        ratelimit.check_rate(api_key.pk)
         return KeyUser(api_key), api_key
 
     def authenticate_header(self, request):
@@ -94,6 +95,8 @@ def exception_handler(exc, context):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         exc = Unauthenticated()
+    if isinstance(exc, ratelimit.RateLimited):
+        return ratelimit.too_many(exc)
     response = http.error_response(exc)
     if response is not None:
         return response

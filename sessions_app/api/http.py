@@ -29,6 +29,7 @@ from ..jsontext import dumps_bytes
 from ..models import ApiKey
 from ..runs.wait import WaitUnavailable
 from ..store import check_storable
+from . import ratelimit
 
 SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
 WWW_AUTHENTICATE = 'Bearer realm="openclaw-sessions"'
@@ -187,7 +188,8 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                 request.api_key = await sync_to_async(authenticate)(
                     request.META.get("HTTP_AUTHORIZATION")
                 )
-                return await view(request, *args, **kwargs)
+                async with ratelimit.admitted(request.api_key) as refused:  # 429 + Retry-After
+                    return refused if refused is not None else await view(request, *args, **kwargs)
             except Exception as exc:
                 response = error_response(exc, invalid_type=invalid_type)
                 if response is None:

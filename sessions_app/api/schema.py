@@ -238,10 +238,11 @@ ERRORS = {
     406: "An Accept header this endpoint cannot answer.",
     413: "The body is over the size limit.",
     415: "A body that is not application/json.",
+    429: "Over the key's request or concurrency limit; retry after Retry-After seconds.",
     503: "The database is busy or unreachable; retry after Retry-After seconds.",
 }
 # What every authenticated endpoint can answer whatever it does.
-COMMON_ERRORS = (400, 401, 403, 405, 406, 503)
+COMMON_ERRORS = (400, 401, 403, 405, 406, 429, 503)
 
 
 def error_responses(*codes: int) -> dict[int, OpenApiResponse]:

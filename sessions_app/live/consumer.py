@@ -33,6 +33,7 @@ from django.http.request import split_domain_port, validate_host
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Unauthenticated
 
+from ..api import ratelimit
 from ..identity import authenticate, requester_for, requester_for_user
 from ..models import ApiKey
 from ..resolve import canonical_for, resolve_session
@@ -212,6 +213,7 @@ class Connection:
             if api_key.scope == ApiKey.INGEST:
                 raise RequestError("forbidden", "An ingest key cannot subscribe to sessions")
             try:
+                ratelimit.check_rate(api_key.pk)
                 return api_key, requester_for(api_key, session_key=session_key)
             except ToolError as exc:
                 raise RequestError(exc.error_type, exc.message) from None

@@ -366,9 +366,23 @@ class Access:
     users: set[int]  # active users who may still view sessions
     agent_sandboxed: dict[str, bool]
     config: GatewayConfig
+    # What was asked: a connection identified after the snapshot is not in these, and waits
+    # for the next check (it would otherwise read as revoked, or as not sandboxed).
+    asked: tuple[frozenset[int], frozenset[int], frozenset[str]] = (
+        frozenset(),
+        frozenset(),
+        frozenset(),
+    )
 
 
 def _recheck(subscriber: Subscriber, access: Access) -> None:
+    key_ids, user_ids, agent_ids = access.asked
+    if subscriber.user_id is not None and subscriber.user_id not in user_ids:
+        return
+    if subscriber.api_key_id is not None and (
+        subscriber.api_key_id not in key_ids or subscriber.requester.agent_id not in agent_ids
+    ):
+        return
     if subscriber.user_id is not None:
         # Team members read every session (identity.requester_for_user): only their account
         # and its permission matter.
@@ -385,6 +399,16 @@ def _recheck(subscriber: Subscriber, access: Access) -> None:
         requester.agent_id, False
     )
     fresh = replace(requester, config=access.config, sandboxed=sandboxed)
+    if (
+        sandboxed
+        and not requester.sandboxed
+        and requester.home_key
+        and requester.session_key != requester.home_key
+    ):
+        # Sandboxed since it connected, acting as a session other than its default: closed, to
+        # connect again under the sandbox's rules (identity.requester_for).
+        subscriber.close(4403, "access revoked: sandboxed")
+        return
     policy = visibility.policy_for(fresh)
     if policy == subscriber.policy:
         return
@@ -546,24 +570,41 @@ def _message_events(
         if session_key is None:
             key = Session.objects.values_list("key", flat=True).get(pk=session_pk)
             session_key = keys.display_key(key, GatewayConfig.load().key_settings)
-        message = sanitize.sanitize_message(row.payload(), sanitize.Flags(), scan=row.scan_needed)
         seq = row.seq
-        payload = orjson.dumps({"sessionKey": session_key, "messageSeq": seq, "message": message})
-        if len(payload) > limits.get("MAX_EVENT_BYTES"):
-            payload = orjson.dumps(
-                {
-                    "sessionKey": session_key,
-                    "messageSeq": seq,
-                    "message": {
-                        "role": message.get("role"),
-                        "content": sanitize.TOO_LARGE_PLACEHOLDER,
-                        "__openclaw": {"seq": seq},
-                    },
-                }
+        try:
+            message = sanitize.sanitize_message(
+                row.payload(), sanitize.Flags(), scan=row.scan_needed
             )
+            payload = orjson.dumps(
+                {"sessionKey": session_key, "messageSeq": seq, "message": message}
+            )
+        except (orjson.JSONEncodeError, RecursionError, TypeError, ValueError) as exc:
+            # One message this process cannot encode (nested past orjson's limit, stored before
+            # the depth limit) must not stop every other session's events: a placeholder.
+            log.warning("live: message %s of session %s not encodable: %s", seq, session_pk, exc)
+            message = {"role": row.role}
+            payload = _placeholder(session_key, seq, row.role, NOT_ENCODABLE_PLACEHOLDER)
+        else:
+            if len(payload) > limits.get("MAX_EVENT_BYTES"):
+                payload = _placeholder(
+                    session_key, seq, message.get("role"), sanitize.TOO_LARGE_PLACEHOLDER
+                )
         event = Event("session.message", payload.decode(), seq, session_pk)
         out.append((seq, message.get("role"), event))
     return out
+
+
+NOT_ENCODABLE_PLACEHOLDER = "[sessions_history omitted: message could not be encoded]"
+
+
+def _placeholder(session_key: str, seq: int, role: str | None, text: str) -> bytes:
+    return orjson.dumps(
+        {
+            "sessionKey": session_key,
+            "messageSeq": seq,
+            "message": {"role": role, "content": text, "__openclaw": {"seq": seq}},
+        }
+    )
 
 
 def _access(key_ids: set[int], user_ids: set[int], agent_ids: set[str]) -> Access:
@@ -592,4 +633,5 @@ def _access(key_ids: set[int], user_ids: set[int], agent_ids: set[str]) -> Acces
         agent_sandboxed = dict(
             Agent.objects.filter(pk__in=agent_ids).values_list("pk", "sandboxed")
         )
-    return Access(key_sandboxed, users, agent_sandboxed, GatewayConfig.load())
+    asked = (frozenset(key_ids), frozenset(user_ids), frozenset(agent_ids))
+    return Access(key_sandboxed, users, agent_sandboxed, GatewayConfig.load(), asked)

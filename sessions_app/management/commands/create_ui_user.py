@@ -4,6 +4,8 @@ import os
 import secrets
 
 from django.contrib.auth.models import Group, User
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
@@ -33,6 +35,11 @@ class Command(BaseCommand):
                 raise CommandError(f"environment variable {password_env} is empty or unset")
         else:
             password = secrets.token_urlsafe(12)
+        try:
+            # AUTH_PASSWORD_VALIDATORS: length, common passwords, all digits, like the username.
+            validate_password(password, user=User(username=username))
+        except ValidationError as exc:
+            raise CommandError("password refused: " + " ".join(exc.messages)) from None
         group = Group.objects.filter(name=GROUPS[role]).first()
         if group is None:
             raise CommandError(f"group {GROUPS[role]} is missing: run `manage.py migrate` first")

@@ -1,0 +1,130 @@
+"""Per-key request and concurrency limits on the API (issue 16): `429` with `Retry-After`.
+
+- **Rate**: at most `OPENCLAW_API_RATE_LIMIT` requests per key in each
+  `OPENCLAW_API_RATE_WINDOW_SECONDS` window (fixed windows, counted in Django's cache
+  `OPENCLAW_LIMITS_CACHE`, default "default"). Every API request counts: DRF resources, the
+  async views, `/tools/invoke`, and WebSocket authentications.
+- **Concurrency**: at most `OPENCLAW_API_CONCURRENCY_LIMIT` requests of one key in flight in one
+  process on the endpoints that can wait (`/tools/invoke`, `…/send/`, `runs/…`): a key cannot
+  tie up the server with waiting sends.
+
+0 turns a limit off. The embedded default (no Redis) uses Django's local-memory cache, so with
+several web processes each counts for itself; point `OPENCLAW_LIMITS_CACHE` at a shared cache to
+count across processes. The defaults are far above what an agent does (they stop a runaway loop
+or a leaked key, not normal traffic).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import AsyncIterator
+
+from django.conf import settings
+from django.core.cache import caches
+from django.http import HttpResponse
+
+from openclaw_common.errors import ToolError
+
+from ..jsontext import dumps_bytes
+
+DEFAULT_RATE_LIMIT = 20_000
+DEFAULT_RATE_WINDOW_SECONDS = 60
+DEFAULT_CONCURRENCY_LIMIT = 64
+
+
+class RateLimited(ToolError):
+    http_status = 429
+    error_type = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = max(1, int(retry_after))
+
+
+def _setting(name: str, default: int) -> int:
+    return int(getattr(settings, name, default))
+
+
+def check_rate(api_key_id: int, *, now: float | None = None) -> None:
+    """Count one request of the key; raise RateLimited past the window's limit."""
+    limit = _setting("OPENCLAW_API_RATE_LIMIT", DEFAULT_RATE_LIMIT)
+    if limit <= 0:
+        return
+    window = max(1, _setting("OPENCLAW_API_RATE_WINDOW_SECONDS", DEFAULT_RATE_WINDOW_SECONDS))
+    now = time.time() if now is None else now
+    index = int(now // window)
+    cache = caches[getattr(settings, "OPENCLAW_LIMITS_CACHE", "default")]
+    counter = f"openclaw:rate:{api_key_id}:{index}"
+    cache.add(counter, 0, timeout=window + 1)
+    try:
+        count = cache.incr(counter)
+    except ValueError:  # expired between add and incr: this request starts the window
+        cache.set(counter, 1, timeout=window + 1)
+        count = 1
+    if count > limit:
+        retry_after = math.ceil((index + 1) * window - now)
+        raise RateLimited(
+            f"rate limit exceeded: at most {limit} requests per {window} s for this API key; "
+            f"retry after {retry_after} s",
+            retry_after,
+        )
+
+
+_in_flight: dict[int, int] = {}
+_lock = threading.Lock()
+
+
+def _acquire(api_key_id: int) -> bool:
+    limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
+    with _lock:
+        current = _in_flight.get(api_key_id, 0)
+        if limit > 0 and current >= limit:
+            return False
+        _in_flight[api_key_id] = current + 1
+        return True
+
+
+def _release(api_key_id: int) -> None:
+    with _lock:
+        left = _in_flight.get(api_key_id, 0) - 1
+        if left > 0:
+            _in_flight[api_key_id] = left
+        else:
+            _in_flight.pop(api_key_id, None)
+
+
+def too_many(exc: RateLimited) -> HttpResponse:
+    body = {"ok": False, "error": {"type": exc.error_type, "message": exc.message}}
+    return HttpResponse(
+        dumps_bytes(body),
+        status=429,
+        content_type="application/json",
+        headers={"Retry-After": str(exc.retry_after)},
+    )
+
+
+@contextlib.asynccontextmanager
+async def admitted(api_key) -> AsyncIterator[HttpResponse | None]:
+    """For the async endpoints: yields a 429 response when the key is over a limit, else None
+    with a concurrency slot held until the block ends."""
+    try:
+        check_rate(api_key.pk)
+    except RateLimited as exc:
+        yield too_many(exc)
+        return
+    if not _acquire(api_key.pk):
+        limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
+        yield too_many(
+            RateLimited(
+                f"too many concurrent requests: at most {limit} in flight for this API key",
+                1,
+            )
+        )
+        return
+    try:
+        yield None
+    finally:
+        _release(api_key.pk)

@@ -1,0 +1,143 @@
+"""Brute force and limits (issue 16): per-key request and concurrency limits on the API (429 +
+Retry-After), login throttling on both login forms, password rules for create_ui_user."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError
+from django.test import Client
+
+from sessions_app.api import ratelimit
+from sessions_app.models import ApiKey
+from tests.ui.test_create_ui_user import run as create_ui_user
+
+
+def assert_429(response, text: str) -> None:
+    assert response.status_code == 429, response.content
+    assert int(response["Retry-After"]) >= 1
+    body = response.json()
+    assert body["ok"] is False and body["error"]["type"] == "rate_limited"
+    assert text in body["error"]["message"]
+
+
+# --- API rate ---------------------------------------------------------------------------------
+
+
+def test_rate_limit_per_key_on_every_kind_of_endpoint(settings, agent_main, operator):
+    settings.OPENCLAW_API_RATE_LIMIT = 3
+    for _ in range(3):
+        assert agent_main.get("/api/v1/sessions/").status_code == 200
+    assert_429(agent_main.get("/api/v1/sessions/"), "at most 3 requests per 60 s")
+    assert_429(agent_main.invoke("sessions_list", {}), "at most 3 requests per 60 s")  # async edge
+    assert_429(agent_main.get("/api/v1/runs/x/"), "at most 3 requests per 60 s")
+    assert operator.get("/api/v1/sessions/").status_code == 200  # another key: its own count
+
+
+def test_the_window_passes(settings, agents):
+    settings.OPENCLAW_API_RATE_LIMIT = 2
+    settings.OPENCLAW_API_RATE_WINDOW_SECONDS = 10
+    ratelimit.check_rate(7, now=100.0)
+    ratelimit.check_rate(7, now=101.0)
+    with pytest.raises(ratelimit.RateLimited) as refused:
+        ratelimit.check_rate(7, now=102.5)
+    assert refused.value.retry_after == 8  # the window ends at 110
+    ratelimit.check_rate(7, now=110.0)  # a new window
+
+
+def test_zero_turns_the_limits_off(settings, agent_main):
+    settings.OPENCLAW_API_RATE_LIMIT = 0
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 0
+    for _ in range(5):
+        assert agent_main.invoke("sessions_list", {}).status_code == 200
+
+
+def test_unauthenticated_requests_are_401_not_counted(settings, anonymous, agents):
+    settings.OPENCLAW_API_RATE_LIMIT = 1
+    for _ in range(3):
+        assert anonymous.get("/api/v1/sessions/").status_code == 401
+
+
+# --- API concurrency -------------------------------------------------------------------------
+
+
+def test_concurrency_limit_per_key(settings, agent_main, operator):
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 2
+    key = ApiKey.objects.get(scope="agent", agent_id="main")
+    # two requests of this key in flight (e.g. sends waiting for their replies)
+    assert ratelimit._acquire(key.pk) and ratelimit._acquire(key.pk)
+    try:
+        assert_429(agent_main.invoke("sessions_list", {}), "at most 2 in flight")
+        assert operator.invoke("sessions_list", {}).status_code == 200
+    finally:
+        ratelimit._release(key.pk)
+        ratelimit._release(key.pk)
+    assert agent_main.invoke("sessions_list", {}).status_code == 200
+    assert ratelimit._in_flight == {}  # every finished request gave its slot back
+
+
+# --- login throttling -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def person(db):
+    return User.objects.create_user("vera", password="a long enough secret", is_staff=True)
+
+
+@pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/"])
+def test_failed_logins_lock_the_username_out(settings, person, path):
+    settings.OPENCLAW_LOGIN_FAILURES = 3
+    client = Client()
+    for _ in range(3):
+        assert client.post(path, {"username": "vera", "password": "wrong"}).status_code == 200
+    locked = client.post(path, {"username": "vera", "password": "a long enough secret"})
+    assert locked.status_code == 429
+    assert 1 <= int(locked["Retry-After"]) <= settings.OPENCLAW_LOGIN_LOCKOUT_SECONDS
+    assert client.get(path).status_code in (200, 302)  # the form still shows
+    # another username from the same address is not locked by these failures
+    assert client.post(path, {"username": "nora", "password": "x"}).status_code == 200
+
+
+def test_a_successful_login_clears_the_count(settings, person):
+    settings.OPENCLAW_LOGIN_FAILURES = 3
+    client = Client()
+    for _ in range(2):
+        client.post("/accounts/login/", {"username": "vera", "password": "wrong"})
+    ok = client.post("/accounts/login/", {"username": "vera", "password": "a long enough secret"})
+    assert ok.status_code == 302
+    Client().post("/accounts/logout/")
+    for _ in range(2):
+        assert (
+            Client().post("/accounts/login/", {"username": "vera", "password": "no"}).status_code
+            == 200
+        )
+
+
+def test_one_address_trying_many_usernames_is_locked_out(settings, person):
+    settings.OPENCLAW_LOGIN_FAILURES = 2  # per address: 5 times as many
+    client = Client()
+    for i in range(10):
+        assert (
+            client.post("/accounts/login/", {"username": f"u{i}", "password": "x"}).status_code
+            == 200
+        )
+    assert client.post("/accounts/login/", {"username": "u99", "password": "x"}).status_code == 429
+
+
+# --- passwords --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("password", "why"),
+    [
+        ("short", "too short"),
+        ("password1234", "too common"),
+        ("938475629384756", "entirely numeric"),
+        ("veronica-smith", "too similar to the username"),
+    ],
+)
+def test_create_ui_user_refuses_weak_passwords(db, monkeypatch, password, why):
+    monkeypatch.setenv("UI_PASSWORD", password)
+    with pytest.raises(CommandError, match=f"password refused: .*{why}"):
+        create_ui_user("veronica-smith", "--password-env", "UI_PASSWORD")
+    assert not User.objects.filter(username="veronica-smith").exists()
