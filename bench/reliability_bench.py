@@ -207,11 +207,14 @@ def killed_worker(env: dict, procs: Processes, token: str, sends: int) -> dict:
         if all(r["status"] not in ("queued", "running") for r in report["runs"]):
             break
         time.sleep(0.5)
-    runs = {r["id"]: r for r in report["runs"] if r["id"] in mine}
+    everything = {r["id"]: r for r in report["runs"]}
+    runs = {i: r for i, r in everything.items() if i in mine}
     ended = Counter(
         (r["status"], r["error"].split(";")[0] if r["error"] else "") for r in runs.values()
     )
-    killed_end_s = [round(runs[i]["finished"] - killed_at, 1) for i in held if runs[i]["finished"]]
+    killed_end_s = [
+        round(everything[i]["finished"] - killed_at, 1) for i in held if everything[i]["finished"]
+    ]
     ok = [r for r in runs.values() if r["status"] == "ok"]
     return {
         "sends": len(run_ids),
@@ -243,6 +246,7 @@ def bench(name: str, args) -> dict:
         result["burst"] = asyncio.run(
             burst(procs.port, token, run_id, args.waits, args.bad_keys, args.wait_seconds)
         )
+        print(json.dumps(result["burst"]), flush=True)
         procs.start_worker()
         time.sleep(2)
         result["killed_worker"] = killed_worker(env, procs, token, args.sends)
