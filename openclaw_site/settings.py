@@ -5,6 +5,8 @@
 - REDIS_URL: absent → in-process channel layer; redis://… → the Redis channel layer.
 - Q_BROKER: "orm" (default, at-least-once) or "redis" (needs REDIS_URL).
 - SECRET_KEY, DEBUG, ALLOWED_HOSTS.
+- OPENCLAW_MODEL_KEY_ENVS, OPENCLAW_OUTBOUND_ALLOW: what a model backend or webhook may use and
+  reach (sessions_app/outbound.py; README "Production mode").
 """
 
 import os
@@ -23,6 +25,10 @@ def _env_bool(name: str, default: bool) -> bool:
     if value is None:
         return default
     return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _env_list(name: str, default: str) -> list[str]:
+    return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
 
 
 TESTING = "pytest" in sys.modules or (len(sys.argv) > 1 and sys.argv[1] == "test")
@@ -170,6 +176,21 @@ if Q_BROKER == "redis" and REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+
+# --- Outbound requests (sessions_app/outbound.py) ------------------------------------------
+# The environment variables a model backend's `apiKeyEnv` may name: provider keys, never the
+# deployment's own secrets.
+OPENCLAW_MODEL_KEY_ENVS = _env_list(
+    "OPENCLAW_MODEL_KEY_ENVS",
+    "OPENAI_API_KEY,ANTHROPIC_API_KEY,OPENROUTER_API_KEY,GROQ_API_KEY,MISTRAL_API_KEY,"
+    "DEEPSEEK_API_KEY,TOGETHER_API_KEY,GEMINI_API_KEY,XAI_API_KEY",
+)
+# Non-public destinations (loopback, private, link-local, ...) that backends and webhooks may
+# reach: hosts, IPs or CIDRs, `*` for all. The tests' fake model and webhook servers listen on
+# 127.0.0.1; processes the tests start inherit the value (tests/live.py).
+OPENCLAW_OUTBOUND_ALLOW = _env_list(
+    "OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost" if TESTING else ""
+)
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

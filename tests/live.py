@@ -38,6 +38,8 @@ def child_env(**extra: str) -> dict:
     env = dict(os.environ)
     env["DATABASE_URL"] = test_database_url()
     env.pop("PYTEST_CURRENT_TEST", None)
+    # The fake model and webhook servers listen on loopback (sessions_app/outbound.py).
+    env.setdefault("OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost")
     env.update(extra)
     return env
 
