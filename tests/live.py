@@ -40,6 +40,8 @@ def child_env(**extra: str) -> dict:
     env.pop("PYTEST_CURRENT_TEST", None)
     # The fake model and webhook servers listen on loopback (sessions_app/outbound.py).
     env.setdefault("OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost")
+    # A PostgreSQL DATABASE_URL is production mode, which needs a SECRET_KEY.
+    env.setdefault("SECRET_KEY", "tests-only-secret-key-" + "x" * 40)
     env.update(extra)
     return env
 
