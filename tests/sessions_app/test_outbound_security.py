@@ -336,3 +336,23 @@ def test_an_agent_webhook_to_an_internal_address_is_refused(operator, no_allow):
     response = operator.put("/api/v1/agents/hooked/", {"webhook": {"url": "http://10.0.0.1/"}})
     assert response.status_code == 400
     assert "OPENCLAW_OUTBOUND_ALLOW" in response.json()["error"]["message"]
+
+
+def test_the_admin_agent_form_refuses_an_internal_webhook(admin_client, agents, no_allow):
+    response = admin_client.post(
+        reverse("admin:sessions_app_agent_add"),
+        {
+            "id": "hooked",
+            "name": "",
+            "description": "",
+            "model": "",
+            "backend": "",
+            "allow_agents": "",
+            "tools_allow": "",
+            "tools_deny": "",
+            "webhook_url": "http://169.254.169.254/latest/",
+        },
+    )
+    assert response.status_code == 200
+    assert "OPENCLAW_OUTBOUND_ALLOW" in response.content.decode()
+    assert not Agent.objects.filter(pk="hooked").exists()
