@@ -173,7 +173,8 @@ def check_saved_url(url: str) -> str | None:
     if allow_all or host.rstrip(".") in names:
         return None
     address = literal_address(host)
-    if address is None and host.rstrip(".").endswith(_LOCAL_NAMES):
+    name = host.rstrip(".")
+    if address is None and any(name == n or name.endswith("." + n) for n in _LOCAL_NAMES):
         address = ipaddress.ip_address("127.0.0.1")
     if address is not None and not _address_allowed(address, networks):
         return str(_refusal(host, address))

@@ -198,6 +198,12 @@ def test_literal_internal_addresses_are_refused_when_saved(no_allow, url):
     assert "OPENCLAW_OUTBOUND_ALLOW" in outbound.check_saved_url(url)
 
 
+def test_local_names_are_refused_when_saved_and_look_alikes_are_not(no_allow):
+    assert outbound.check_saved_url("http://localhost:11434/v1")
+    assert outbound.check_saved_url("http://api.localhost/v1")
+    assert outbound.check_saved_url("https://notlocalhost.example/v1") is None
+
+
 def test_a_public_address_passes(no_allow):
     assert outbound.check_url("https://93.184.215.14/v1").address == "93.184.215.14"
     assert outbound.check_url("http://[2606:4700::1]/v1").address == "2606:4700::1"
