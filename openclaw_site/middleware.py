@@ -49,8 +49,8 @@ class XFrameOptionsMiddleware(InlineHooksMixin, clickjacking.XFrameOptionsMiddle
 
 class ContentSecurityPolicyMiddleware(InlineHooksMixin, MiddlewareMixin):
     """settings.CONTENT_SECURITY_POLICY on HTML pages outside the admin (the transcript browser,
-    the login page). The admin's templates carry inline styles and handlers of their own, so it
-    is left to Django's defaults. A response that sets its own policy keeps it."""
+    the login page). The admin's templates carry inline styles and handlers of their own, and
+    the API's Swagger page an inline script, so both are left to Django's defaults. A response that sets its own policy keeps it."""
 
     def __init__(self, get_response):
         super().__init__(get_response)
@@ -60,7 +60,7 @@ class ContentSecurityPolicyMiddleware(InlineHooksMixin, MiddlewareMixin):
         if (
             self.policy
             and response.get("Content-Type", "").startswith("text/html")
-            and not request.path_info.startswith("/admin/")
+            and not request.path_info.startswith(("/admin/", *API_PREFIXES))
             and "Content-Security-Policy" not in response
         ):
             response["Content-Security-Policy"] = self.policy
