@@ -4,6 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 PYTEST_ARGS ?=
+# `make run` is a local demo: its backends and webhooks may reach this machine (a local model
+# server such as Ollama or LM Studio). A deployment sets its own list, or none (README).
+OUTBOUND_ALLOW ?= 127.0.0.1,::1,localhost
 # What mypy checks (pyproject.toml [tool.mypy]); the rest joins as it gets typed.
 TYPED ?= sessions_app/tools sessions_app/runs sessions_app/mcp sessions_app/rows.py sessions_app/transcript.py
 
@@ -19,7 +22,7 @@ install: $(VENV)/.installed
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py seed_demo
-	PORT=$(PORT) $(PY) manage.py serve
+	OPENCLAW_OUTBOUND_ALLOW="$${OPENCLAW_OUTBOUND_ALLOW-$(OUTBOUND_ALLOW)}" PORT=$(PORT) $(PY) manage.py serve
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

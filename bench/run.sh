@@ -7,6 +7,8 @@ PY=.venv/bin/python
 PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432/bench}
 SQLITE_DIR=${SQLITE_DIR:-$(pwd)/var/bench}
 what=${1:-all}
+# Production mode (a PostgreSQL DATABASE_URL) needs a SECRET_KEY; a benchmark's is throwaway.
+export SECRET_KEY="${SECRET_KEY:-bench-only-$(date +%s)-not-a-deployment-key}"
 
 if [ "$what" = generate ] || [ "$what" = all ]; then
     psql "${PG_URL%/*}/postgres" -Atc "SELECT 1 FROM pg_database WHERE datname = '${PG_URL##*/}'" \

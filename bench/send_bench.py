@@ -97,6 +97,8 @@ def config_env(name: str, workers: int, settings: str | None) -> dict:
         env.pop(key, None)
     env.update(CONFIGS[name]["env"])
     env["Q_WORKERS"] = str(workers)
+    # Production mode needs one; a throwaway one does for a benchmark's own databases.
+    env.setdefault("SECRET_KEY", "bench-only-" + os.urandom(16).hex())
     if settings:
         env["DJANGO_SETTINGS_MODULE"] = settings
     return env

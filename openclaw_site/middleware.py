@@ -15,9 +15,11 @@ per `sessions_send` on a 2-core VM, about a sixth of the web process's work), so
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
 from django.middleware import clickjacking, common, security
+from django.utils.deprecation import MiddlewareMixin
 
 API_PREFIXES = ("/api/", "/tools/")
 
@@ -43,6 +45,26 @@ class CommonMiddleware(InlineHooksMixin, common.CommonMiddleware):
 
 class XFrameOptionsMiddleware(InlineHooksMixin, clickjacking.XFrameOptionsMiddleware):
     pass
+
+
+class ContentSecurityPolicyMiddleware(InlineHooksMixin, MiddlewareMixin):
+    """settings.CONTENT_SECURITY_POLICY on HTML pages outside the admin (the transcript browser,
+    the login page). The admin's templates carry inline styles and handlers of their own, and
+    the API's Swagger page an inline script, so both are left to Django's defaults. A response that sets its own policy keeps it."""
+
+    def __init__(self, get_response):
+        super().__init__(get_response)
+        self.policy = settings.CONTENT_SECURITY_POLICY
+
+    def process_response(self, request, response):
+        if (
+            self.policy
+            and response.get("Content-Type", "").startswith("text/html")
+            and not request.path_info.startswith(("/admin/", *API_PREFIXES))
+            and "Content-Security-Policy" not in response
+        ):
+            response["Content-Security-Policy"] = self.policy
+        return response
 
 
 API_MIDDLEWARE = (SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware)

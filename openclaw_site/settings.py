@@ -4,14 +4,20 @@
   postgres://… → PostgreSQL.
 - REDIS_URL: absent → in-process channel layer; redis://… → the Redis channel layer.
 - Q_BROKER: "orm" (default, at-least-once) or "redis" (needs REDIS_URL).
-- SECRET_KEY, DEBUG, ALLOWED_HOSTS.
+- SECRET_KEY: required with a server DATABASE_URL (production: not sqlite://); on the embedded default a random key is
+  made on first start and kept in VAR_DIR/secret_key (mode 0600).
+- DEBUG, ALLOWED_HOSTS; OPENCLAW_HTTPS and its companions (Secure cookies, HSTS, SSL redirect).
+- OPENCLAW_MODEL_KEY_ENVS, OPENCLAW_OUTBOUND_ALLOW: what a model backend or webhook may use and
+  reach (sessions_app/outbound.py; README "Production mode").
 """
 
 import os
+import secrets
 import sys
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("OPENCLAW_VAR_DIR", BASE_DIR / "var"))
@@ -25,10 +31,45 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_list(name: str, default: str) -> list[str]:
+    return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
+
+
 TESTING = "pytest" in sys.modules or (len(sys.argv) > 1 and sys.argv[1] == "test")
 
+
+def stored_secret_key(path: Path) -> str:
+    """The embedded default's key: made once, kept beside the database, readable by its owner
+    only. Two processes starting together (web and worker) agree: the file appears whole
+    (written aside, then linked into place) and the second one reads the first one's."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    aside = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(50))
+    try:
+        os.link(aside, path)
+    except FileExistsError:
+        pass
+    finally:
+        aside.unlink()
+    return path.read_text().strip()
+
+
 DEBUG = _env_bool("DEBUG", False)
-SECRET_KEY = os.environ.get("SECRET_KEY") or "dev-insecure-openclaw-sessions-change-me"
+SECRET_KEY = os.environ.get("SECRET_KEY", "").strip()
+if not SECRET_KEY:
+    _url = os.environ.get("DATABASE_URL", "").strip()
+    if _url and not _url.startswith("sqlite") and not TESTING:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. With DATABASE_URL (production mode) set SECRET_KEY to a long "
+            "random value, the same for every process, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    SECRET_KEY = stored_secret_key(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h
 ]
@@ -50,6 +91,7 @@ INSTALLED_APPS = [
     "django_q",
     "sessions_app",
     "policies_app",
+    "openclaw_site",  # its system checks (openclaw_site/checks.py)
 ]
 
 # Django's stack; the three header-only ones run inline under ASGI (openclaw_site/middleware.py,
@@ -62,7 +104,42 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "openclaw_site.middleware.XFrameOptionsMiddleware",
+    "openclaw_site.middleware.ContentSecurityPolicyMiddleware",
 ]
+
+# --- HTTPS (behind a TLS proxy or not) ------------------------------------------------------
+# OPENCLAW_HTTPS=1 says the site is served over HTTPS: cookies are Secure, HSTS is sent and
+# plain HTTP is redirected. Each part has its own switch for deployments that need another mix.
+HTTPS = _env_bool("OPENCLAW_HTTPS", False)
+SESSION_COOKIE_SECURE = _env_bool("OPENCLAW_SECURE_COOKIES", HTTPS)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = _env_bool("OPENCLAW_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = int(os.environ.get("OPENCLAW_HSTS_SECONDS", 31_536_000 if HTTPS else 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("OPENCLAW_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = _env_bool("OPENCLAW_HSTS_PRELOAD", False)
+if _env_bool("OPENCLAW_PROXY_SSL_HEADER", False):
+    # Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+# The page CSP (openclaw_site/middleware.py): the browser's scripts and styles are files of
+# our own (sessions_app/static/ui), images are ours or data: URLs; the admin keeps Django's.
+CONTENT_SECURITY_POLICY = os.environ.get(
+    "OPENCLAW_CSP",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+    "frame-ancestors 'none'",
+)
+SILENCED_SYSTEM_CHECKS = [
+    # Our SecurityMiddleware and XFrameOptionsMiddleware are subclasses of Django's that
+    # Django's checks look for by name; openclaw_site/checks.py recognises them and runs the
+    # checks that depend on them (HSTS, SSL redirect, nosniff, X-Frame-Options, ...).
+    "security.W001",
+    "security.W002",
+]
+if not SECURE_HSTS_PRELOAD:
+    # Preloading is a commitment to HTTPS for the whole domain, a choice for the deployment to
+    # make (OPENCLAW_HSTS_PRELOAD=1), not a default.
+    SILENCED_SYSTEM_CHECKS.append("security.W021")
 
 ROOT_URLCONF = "openclaw_site.urls"
 ASGI_APPLICATION = "openclaw_site.asgi.application"
@@ -170,6 +247,24 @@ if Q_BROKER == "redis" and REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+
+# --- Outbound requests (sessions_app/outbound.py) ------------------------------------------
+# The environment variables a model backend's `apiKeyEnv` may name: provider keys, never the
+# deployment's own secrets.
+OPENCLAW_MODEL_KEY_ENVS = _env_list(
+    "OPENCLAW_MODEL_KEY_ENVS",
+    "OPENAI_API_KEY,ANTHROPIC_API_KEY,OPENROUTER_API_KEY,GROQ_API_KEY,MISTRAL_API_KEY,"
+    "DEEPSEEK_API_KEY,TOGETHER_API_KEY,GEMINI_API_KEY,XAI_API_KEY",
+)
+# Non-public destinations (loopback, private, link-local, ...) that backends and webhooks may
+# reach: hosts, IPs or CIDRs, `*` for all. The tests' fake model and webhook servers listen on
+# 127.0.0.1; processes the tests start inherit the value (tests/live.py).
+OPENCLAW_OUTBOUND_ALLOW = _env_list(
+    "OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost" if TESTING else ""
+)
+
+# import_openclaw: a transcript line longer than this is reported and skipped (docs/import.md).
+IMPORT_MAX_LINE_BYTES = int(os.environ.get("OPENCLAW_IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

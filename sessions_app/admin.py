@@ -205,9 +205,11 @@ class SessionAdmin(ReadOnlyModelAdmin):
         return self.jsonl_response(queryset.get())
 
     @staticmethod
-    def jsonl_response(session: Session) -> StreamingHttpResponse:
+    def jsonl_response(session: Session, *, raw: bool = False) -> StreamingHttpResponse:
+        # Masked as sessions_history masks; the row's export link takes ?raw=1 (the admin's
+        # export needs the change permission, which Viewers do not have).
         response = StreamingHttpResponse(
-            transcript.export_jsonl(session), content_type="application/x-ndjson"
+            transcript.export_jsonl(session, raw=raw), content_type="application/x-ndjson"
         )
         response["Content-Disposition"] = f'attachment; filename="{session.session_id}.jsonl"'
         return response
@@ -229,7 +231,8 @@ class SessionAdmin(ReadOnlyModelAdmin):
             self.message_user(request, f"Send policy: {session.send_policy or 'inherit'}.")
 
     def export_row(self, request, session):
-        return self.jsonl_response(session)
+        raw = request.GET.get("raw") == "1" and self.has_change_permission(request, session)
+        return self.jsonl_response(session, raw=raw)
 
     def stop_row(self, request, session):
         """Stop: the session's running and queued runs, and every sub-agent below it."""

@@ -16,7 +16,7 @@ from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
 from . import config
-from .agents import clean_backend, clean_subagent_settings
+from .agents import clean_backend, clean_subagent_settings, clean_webhook
 from .identity import api_key_fields
 from .models import Agent, ApiKey, GatewayConfig
 
@@ -105,6 +105,16 @@ class AgentForm(forms.ModelForm):
             return clean_backend(self.cleaned_data.get("backend"))
         except InvalidArgument as exc:
             raise forms.ValidationError(exc.message) from None
+
+    def clean_webhook_url(self):
+        # The same check upsert_agent makes (sessions_app/outbound.py), shown on the field
+        # instead of failing the save.
+        url = self.cleaned_data.get("webhook_url") or ""
+        try:
+            clean_webhook({"url": url} if url else None)
+        except InvalidArgument as exc:
+            raise forms.ValidationError(exc.message) from None
+        return url
 
     def clean_allow_agents(self):
         allow = self.cleaned_data.get("allow_agents") or []

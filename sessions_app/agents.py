@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
+from . import outbound
 from .models import Agent, ApiKey
 from .runs import webhooks
 from .runs.subagent_limits import OVERRIDES
@@ -83,20 +84,31 @@ def clean_backend(value: Any) -> dict:
             raise InvalidArgument("backend.delayMs must be an integer from 0 to 600000")
         return dict(value)
     if kind == "openai":
-        unknown = sorted(set(value) - {"type", "baseUrl", "model", "apiKeyEnv"})
-        if unknown:
-            raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
-        for field in ("baseUrl", "model"):
-            if not isinstance(value.get(field), str) or not value[field].strip():
-                raise InvalidArgument(f"backend.{field} is required for an openai backend")
-        parsed = urlparse(value["baseUrl"])
-        if parsed.scheme not in {"http", "https"} or not parsed.netloc:
-            raise InvalidArgument("backend.baseUrl must be an http(s) URL")
-        env = value.get("apiKeyEnv", "")
-        if not isinstance(env, str) or (env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env)):
-            raise InvalidArgument("backend.apiKeyEnv must be an environment variable name")
-        return dict(value)
+        return clean_openai_backend(value)
     raise InvalidArgument('backend.type must be "scripted" or "openai"')
+
+
+def clean_openai_backend(value: dict) -> dict:
+    """The openai backend's fields; the URL and the key's variable pass sessions_app/outbound.py."""
+    unknown = sorted(set(value) - {"type", "baseUrl", "model", "apiKeyEnv"})
+    if unknown:
+        raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
+    for field in ("baseUrl", "model"):
+        if not isinstance(value.get(field), str) or not value[field].strip():
+            raise InvalidArgument(f"backend.{field} is required for an openai backend")
+    parsed = urlparse(value["baseUrl"])
+    if parsed.scheme not in {"http", "https"} or not parsed.netloc:
+        raise InvalidArgument("backend.baseUrl must be an http(s) URL")
+    refused = outbound.check_saved_url(value["baseUrl"])
+    if refused:
+        raise InvalidArgument(f"backend.baseUrl: {refused}")
+    env = value.get("apiKeyEnv", "")
+    if not isinstance(env, str) or (env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env)):
+        raise InvalidArgument("backend.apiKeyEnv must be an environment variable name")
+    refused = outbound.check_key_env(env)
+    if refused:
+        raise InvalidArgument(refused)
+    return dict(value)
 
 
 def clean_subagent_settings(subagents: dict) -> dict[str, int]:
@@ -127,6 +139,9 @@ def clean_webhook(value: Any) -> dict[str, str]:
     parsed = urlparse(url.strip())
     if parsed.scheme not in {"http", "https"} or not parsed.netloc:
         raise InvalidArgument("webhook.url must be an http(s) URL")
+    refused = outbound.check_saved_url(url)
+    if refused:
+        raise InvalidArgument(f"webhook.url: {refused}")
     return {"webhook_url": url.strip()}
 
 

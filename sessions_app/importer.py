@@ -13,14 +13,17 @@ so a re-run after OpenClaw appended to a file imports just the tail.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.db import transaction
 
 from openclaw_common import keys
@@ -42,6 +45,42 @@ class StateDirError(Exception):
 
 class UnsafePath(ValueError):
     """A transcript path that would leave the agent's sessions dir."""
+
+
+class NotRegularFile(OSError):
+    """A FIFO, device or socket where a file was expected: refused, never read (a FIFO would
+    block the import forever, a device could be read without end)."""
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def open_regular(path: Path):
+    """`path` opened for reading in binary mode if it is a regular file (symlinks followed);
+    else NotRegularFile. Opened without blocking first, so a FIFO with no writer cannot hang
+    the open itself, then checked on the open descriptor (no swap between check and read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):  # as open() says it
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise NotRegularFile(f"{path} is {kind}, not a regular file; refused")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def max_line_bytes() -> int:
+    return int(getattr(django_settings, "IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
 
 
 @dataclass(frozen=True)
@@ -119,7 +158,8 @@ def import_state_dir(
     root = Path(state_dir).expanduser()
     if not root.is_dir():
         raise StateDirError(f"state dir not found: {root}")
-    stores = sorted(p for p in root.glob("agents/*/sessions/sessions.json") if p.is_file())
+    # Not only regular files: a FIFO or device in a store's place is reported, not passed over.
+    stores = sorted(p for p in root.glob("agents/*/sessions/sessions.json") if not p.is_dir())
     if not stores:
         raise StateDirError(f"no agents/*/sessions/sessions.json under {root}")
     run = _Run(report=ImportReport(), on_problem=on_problem, config=GatewayConfig.load())
@@ -135,8 +175,12 @@ def _import_store(run: _Run, path: Path) -> None:
         run.report.stores_failed += 1
         return
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             data = json.load(f)
+    except NotRegularFile as exc:
+        run.problem(path, f"{exc}; store skipped")
+        run.report.stores_failed += 1
+        return
     except (OSError, ValueError, RecursionError) as exc:
         run.problem(path, f"cannot read the session store ({exc}); store skipped")
         run.report.stores_failed += 1
@@ -405,13 +449,35 @@ def read_transcript(path: Path, *, on_skip: Callable[[Problem], None]) -> Iterat
     other entry types are passed over); blank lines are ignored. Lines that are not JSON and
     messages that fail store.read_message go to `on_skip` and are left out.
     """
-    with path.open("rb") as f:
-        for number, raw in enumerate(f, start=1):
+    limit = max_line_bytes()
+    with open_regular(path) as f:
+        for number, raw in enumerate(_bounded_lines(f, limit), start=1):
+            if raw is None:
+                reason = f"line longer than {limit} bytes (IMPORT_MAX_LINE_BYTES); skipped"
+                on_skip(Problem(path, reason, number))
+                continue
             message, reason = _line_message(raw, first=number == 1)
             if reason is not None:
                 on_skip(Problem(path, reason, number))
             elif message is not None:
                 yield message
+
+
+def _bounded_lines(f, limit: int) -> Iterator[bytes | None]:
+    """The file's lines, each read with at most `limit` bytes (plus its newline) in memory; a
+    longer line is read past in chunks and given as None."""
+    while True:
+        raw = f.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while True:  # the rest of the over-long line
+            chunk = f.readline(64 * 1024)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+        yield None
 
 
 def _line_message(raw: bytes, *, first: bool) -> tuple[Message | None, str | None]:

@@ -195,6 +195,37 @@ def texts_of(message: dict):
         yield message["text"]
 
 
+def redact_message(message: dict) -> tuple[dict, bool]:
+    """`message` with credential-like text masked as sessions_history masks it, and nothing else
+    changed (no cut, images kept): what an export holds unless an operator asks for it raw.
+    Returns (message, whether anything was masked); an unchanged message is returned as is."""
+    masked = False
+
+    def text(value: str) -> str:
+        nonlocal masked
+        value, changed = redact(value)
+        masked |= changed
+        return value
+
+    out = dict(message)
+    content = out.get("content")
+    if isinstance(content, str):
+        out["content"] = text(content)
+    elif isinstance(content, list):
+        blocks = []
+        for block in content:
+            if isinstance(block, dict) and any(isinstance(block.get(f), str) for f in _TEXT_FIELDS):
+                block = dict(block)
+                for field in _TEXT_FIELDS:
+                    if isinstance(block.get(field), str):
+                        block[field] = text(block[field])
+            blocks.append(block)
+        out["content"] = blocks
+    if isinstance(out.get("text"), str):
+        out["text"] = text(out["text"])
+    return (out, True) if masked else (message, False)
+
+
 def needs_redaction(message: dict) -> bool:
     return any(looks_secret(text) for text in texts_of(message))
 

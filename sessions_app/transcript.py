@@ -262,9 +262,19 @@ _CONTEXT_JSON_COLUMNS = tuple(
 )
 
 
-def export_jsonl(session: Session, *, batch_size: int = 1000) -> Iterator[str]:
+def exported(message: Message, *, raw: bool) -> dict:
+    data = message.to_transcript()
+    if raw or message.redact_needed is False:  # False: known to hold nothing credential-like
+        return data
+    return sanitize.redact_message(data)[0]
+
+
+def export_jsonl(session: Session, *, raw: bool = False, batch_size: int = 1000) -> Iterator[str]:
     """The transcript as OpenClaw JSONL (reference §8.3): a session header, then one `message`
-    entry per message chained by parentId. Streams in seq batches, so memory stays flat."""
+    entry per message chained by parentId. Streams in seq batches, so memory stays flat.
+
+    Credential-like text is masked as in sessions_history (sanitize.redact_message) unless
+    `raw`: the callers allow raw to operators only (API key of operator scope, the admin)."""
     import json
     from datetime import UTC, datetime
 
@@ -299,7 +309,7 @@ def export_jsonl(session: Session, *, batch_size: int = 1000) -> Iterator[str]:
                         "id": entry_id,
                         "parentId": parent,
                         "timestamp": iso(message.timestamp),
-                        "message": message.to_transcript(),
+                        "message": exported(message, raw=raw),
                     },
                     ensure_ascii=False,
                 )

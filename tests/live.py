@@ -19,6 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings as django_settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +39,11 @@ def child_env(**extra: str) -> dict:
     env = dict(os.environ)
     env["DATABASE_URL"] = test_database_url()
     env.pop("PYTEST_CURRENT_TEST", None)
+    # The fake model and webhook servers listen on loopback (sessions_app/outbound.py).
+    env.setdefault("OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost")
+    # The test process's key: a PostgreSQL DATABASE_URL is production mode, which needs one,
+    # and a session cookie made here must be valid there.
+    env.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
     env.update(extra)
     return env
 

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from openclaw_common import keys
-from openclaw_common.errors import InvalidArgument
+from openclaw_common.errors import Forbidden, InvalidArgument
 
 from .. import agents as agents_mod
 from .. import config as config_mod
@@ -19,7 +19,7 @@ from ..args import Args
 from ..identity import Requester
 from ..live import sse
 from ..live.subscribers import Followed
-from ..models import GatewayConfig
+from ..models import ApiKey, GatewayConfig
 from ..resolve import resolve_session
 from ..rows import session_row
 from ..runs import control
@@ -41,6 +41,12 @@ from .schema import (
     operation,
     query_parameters,
     ref,
+)
+
+RAW_PARAM = OpenApiParameter(
+    "raw",
+    bool,
+    description="Export credential-like text unmasked (API keys of operator scope only).",
 )
 
 
@@ -314,18 +320,25 @@ class TranscriptView(APIView):
             "sessions_transcript",
             "Download a transcript as JSONL",
             description="OpenClaw's transcript file: a session header line, then one line per "
-            "message (what transcriptPath points to), streamed.",
-            parameters=[SESSION_KEY_PATH, REQUESTER_HEADER],
+            "message (what transcriptPath points to), streamed. Credential-like text is masked "
+            "as in sessions_history; `raw=1` (operator keys only, else 403) exports it as stored.",
+            parameters=[SESSION_KEY_PATH, REQUESTER_HEADER, RAW_PARAM],
             response={(200, "application/x-ndjson"): {"type": "string"}},
             errors=(404,),
             tags=("sessions",),
         )
     )
     def get(self, request, key: str):
-        no_query_args(request)
+        raw = Args(query_args(request), {"raw"}, tool="this endpoint").boolean("raw")
+        if raw and request.auth.scope != ApiKey.OPERATOR:
+            raise Forbidden(
+                "raw=1 needs an API key of operator scope; without it credential-like text is "
+                "masked, as in sessions_history"
+            )
         session = resolve_session(requester_of(request), key, action="history")
         response = StreamingHttpResponse(
-            transcript.export_jsonl(session), content_type="application/x-ndjson; charset=utf-8"
+            transcript.export_jsonl(session, raw=raw),
+            content_type="application/x-ndjson; charset=utf-8",
         )
         response["Content-Disposition"] = f'inline; filename="{session.session_id}.jsonl"'
         return response

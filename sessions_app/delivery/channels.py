@@ -10,6 +10,7 @@ from django.db import transaction
 
 from openclaw_common.errors import InvalidArgument
 
+from .. import outbound
 from .adapters import channel_adapters
 from .models import ChannelConfig
 
@@ -63,6 +64,9 @@ def check_webhook_url(adapter: str, webhook_url: str) -> None:
     """A webhook channel needs somewhere to send to (the admin form shows this on its field)."""
     if adapter == ChannelConfig.WEBHOOK and not webhook_url:
         raise InvalidArgument("A webhook channel needs a webhook URL.")
+    refused = outbound.check_saved_url(webhook_url) if webhook_url else None
+    if refused:
+        raise InvalidArgument(f"webhook_url: {refused}")
 
 
 def configured_channels() -> list[str]:

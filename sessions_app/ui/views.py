@@ -246,9 +246,17 @@ def _filename(key: str) -> str:
 @require_GET
 @session_view
 def download(request, session: Session, settings: keys.KeySettings):
-    """The transcript as OpenClaw JSONL (transcript.export_jsonl, what the API's export streams)."""
+    """The transcript as OpenClaw JSONL (transcript.export_jsonl, what the API's export streams):
+    credential-like text masked, or as stored with `?raw=1` for operators (users who may change
+    sessions: the Operators group, superusers) only."""
+    raw = request.GET.get("raw", "") in ("1", "true")
+    if raw and not can_override(request.user):
+        return error_page(
+            request, 403, "Only operators may download a transcript unmasked (raw=1)."
+        )
     response = StreamingHttpResponse(
-        transcript.export_jsonl(session), content_type="application/x-ndjson; charset=utf-8"
+        transcript.export_jsonl(session, raw=raw),
+        content_type="application/x-ndjson; charset=utf-8",
     )
     response["Content-Disposition"] = f'attachment; filename="{_filename(session.key)}.jsonl"'
     return response

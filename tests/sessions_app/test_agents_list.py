@@ -54,7 +54,7 @@ def test_put_agent_creates_then_updates(operator, agents):
             "type": "openai",
             "baseUrl": "http://127.0.0.1:9/v1",
             "model": "gpt-x",
-            "apiKeyEnv": "WRITER_KEY",
+            "apiKeyEnv": "OPENAI_API_KEY",
         },
         "subagents": {"allowAgents": ["*"]},
         "sandboxed": True,

@@ -1,23 +1,13 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 
+from ... import outbound
 from ..models import ChannelConfig
 from .base import Adapter, DeliveryFailed
 
 TIMEOUT_SECONDS = 10  # below Delivery.CLAIM_LEASE_SECONDS: an attempt in flight is not retried
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    # urllib would follow a 301/302 by re-sending the POST as a GET without the body, and the
-    # 200 of that GET would count as delivered. A redirect is a failed attempt instead.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
+MAX_ANSWER_BYTES = 1024 * 1024  # a receiver's answer is read (and dropped) up to this size
 
 
 class Webhook(Adapter):
@@ -46,26 +36,21 @@ class Webhook(Adapter):
 
 
 def post_json(url: str, body: bytes, headers: dict[str, str]) -> None:
-    """POST `body` as JSON; returns on a 2xx, raises DeliveryFailed otherwise."""
-    request = urllib.request.Request(
-        url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": "openclaw-sessions",
-            **headers,
-        },
-    )
+    """POST `body` as JSON through the outbound policy (sessions_app/outbound.py); returns on a
+    2xx, raises DeliveryFailed otherwise. A redirect is a failed attempt (never followed: urllib
+    would re-send the POST as a GET without the body, and a 200 of that would count as
+    delivered). `last_error` says what came back, never the receiver's body."""
     try:
-        with _opener.open(request, timeout=TIMEOUT_SECONDS) as response:
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        with exc:  # it holds the open response
-            detail = exc.read(200).decode("utf-8", "replace").strip()
-        raise DeliveryFailed(f"HTTP {exc.code}" + (f": {detail}" if detail else "")) from None
-    except (OSError, ValueError) as exc:  # URLError, timeouts, refused connections, bad URLs
-        reason = getattr(exc, "reason", exc)
-        raise DeliveryFailed(f"webhook unreachable: {reason}") from None
-    if not 200 <= status < 300:
-        raise DeliveryFailed(f"HTTP {status}")
+        response = outbound.post(
+            url,
+            body,
+            {"Content-Type": "application/json", "User-Agent": "openclaw-sessions", **headers},
+            timeout=TIMEOUT_SECONDS,
+            max_bytes=MAX_ANSWER_BYTES,
+        )
+    except outbound.OutboundRefused as exc:
+        raise DeliveryFailed(f"webhook refused: {exc}") from None
+    except outbound.OutboundFailed as exc:
+        raise DeliveryFailed(f"webhook unreachable: {exc}") from None
+    if not 200 <= response.status < 300:
+        raise DeliveryFailed(response.describe())

@@ -11,16 +11,15 @@ summed over every request of the turn.
 
 from __future__ import annotations
 
-import http.client
 import json
+import logging
 import os
 import threading
-import urllib.error
-import urllib.request
 from typing import Any
 
 from openclaw_common.errors import ToolError
 
+from ... import outbound
 from .base import (
     BackendError,
     CallTool,
@@ -38,7 +37,9 @@ ABORT_POLL_SECONDS = 0.25
 MAX_ROUNDS = 8
 # Transcript messages sent as context (the turn's own tool rounds come on top).
 MAX_HISTORY_MESSAGES = 50
-ERROR_BODY_CHARS = 300
+ERROR_BODY_CHARS = 300  # of a failed answer's body, in the log only
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+logger = logging.getLogger(__name__)
 IMAGE_PLACEHOLDER = "[image omitted]"
 STOP_REASONS = {
     "stop": "stop",
@@ -135,6 +136,9 @@ def request_headers(api_key_env: str) -> dict[str, str]:
         "User-Agent": "openclaw-sessions",
     }
     if api_key_env:
+        refused = outbound.check_key_env(api_key_env)
+        if refused:  # saved before the deployment narrowed the list: checked again here
+            raise BackendError(refused)
         key = os.environ.get(api_key_env, "").strip()
         if not key:
             raise BackendError(f"environment variable {api_key_env} is not set")
@@ -265,7 +269,9 @@ def first_choice(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         error = data.get("error")
         if isinstance(error, dict) and error.get("message"):
-            raise BackendError(f"model error: {str(error['message'])[:ERROR_BODY_CHARS]}")
+            # The model's own words stay in the log (the URL may not be a model at all).
+            logger.warning("model backend error: %s", str(error["message"])[:ERROR_BODY_CHARS])
+            raise BackendError("model error (the response has an error and no choices)")
         raise BackendError("the response has no choices")
     message = choices[0].get("message")
     if not isinstance(message, dict):
@@ -383,37 +389,33 @@ def post_json(
 
 
 def http_post(url: str, payload: bytes, headers: dict[str, str]) -> dict[str, Any]:
-    request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
+    """One request through the outbound policy (sessions_app/outbound.py). Errors say what came
+    back (status, content type, size) and never the body: the URL may be anything an operator
+    typed, and run errors are readable by every viewer of the session. The body of a failed
+    request goes to the log only, shortened."""
     try:
-        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECONDS) as response:
-            raw = response.read()
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = error_text(exc.read())
-        except (OSError, http.client.HTTPException):
-            detail = ""
-        finally:
-            exc.close()
-        raise BackendError(f"HTTP {exc.code}: {detail or exc.reason}") from None
-    except TimeoutError:
-        raise BackendError(f"no answer from {url} within {REQUEST_TIMEOUT_SECONDS} s") from None
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            raise BackendError(f"no answer from {url} within {REQUEST_TIMEOUT_SECONDS} s") from None
-        raise BackendError(f"cannot reach {url}: {exc.reason}") from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise BackendError(f"connection to {url} failed: {exc!r}") from None
+        response = outbound.post(
+            url, payload, headers, timeout=REQUEST_TIMEOUT_SECONDS, max_bytes=MAX_RESPONSE_BYTES
+        )
+    except outbound.OutboundRefused as exc:
+        raise BackendError(f"backend.baseUrl refused: {exc}") from None
+    except outbound.OutboundFailed as exc:
+        raise BackendError(str(exc)) from None
+    if not 200 <= response.status < 300:
+        logger.warning("model backend %s: %s", response.describe(), error_text(response.body))
+        raise BackendError(response.describe())
     try:
-        data = json.loads(raw)
+        data = json.loads(response.body)
     except ValueError:
-        raise BackendError(f"the response is not JSON: {error_text(raw)}") from None
+        raise BackendError(f"the response is not JSON: {response.describe()}") from None
     if not isinstance(data, dict):
         raise BackendError("the response is not a JSON object")
     return data
 
 
 def error_text(raw: bytes) -> str:
-    """The short reason of an error body: OpenAI's {"error": {"message"}} if present."""
+    """The short reason of an error body, for the log: OpenAI's {"error": {"message"}} if
+    present."""
     text = raw.decode("utf-8", "replace").strip()
     try:
         data = json.loads(text)
