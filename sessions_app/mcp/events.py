@@ -17,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from datetime import datetime, timedelta
 from typing import Any
+
+from django.db import connection
 
 from .. import sanitize, transcript, visibility
 from ..identity import Requester
@@ -32,6 +35,10 @@ from ..tools.sessions_list import visible_filter
 from ..tools.shapes import ANY_OBJECT, INTEGER, STRING, array, obj
 
 MAX_LIMIT = 200
+# settled_horizon: how many ids after a cursor it looks at, and how far the clocks of the
+# writing processes and the database may differ.
+SCAN_IDS = 5000
+CLOCK_MARGIN = timedelta(seconds=1)
 MAX_TIMEOUT_MS = 300_000
 FALLBACK_SECONDS = 2.0
 
@@ -99,15 +106,53 @@ def _messages(requester: Requester, session_key: str | None):
     return Message.objects.filter(session__in=sessions)
 
 
+def settled_horizon(after: int) -> int | None:
+    """The highest message id up to which no message can still appear, or None if none can.
+
+    On PostgreSQL ids are drawn when a row is inserted, not when it commits: a message with a
+    lower id may still be in an open transaction while a higher one is already visible, and a
+    cursor moved past the higher one would skip it for good. So a gap in the ids after `after`
+    (ids of every session, visible or not) stops the events there, unless no transaction that
+    was already writing when the row after the gap was made is still open (the gap was a
+    rollback or a deleted message). SQLite appends one transaction at a time: no such gap."""
+    if connection.vendor != "postgresql":
+        return None
+    expected = after + 1
+    oldest: datetime | None | bool = False  # read once, when the first gap is met
+    for pk, created_at in (
+        Message.objects.filter(pk__gt=after).order_by("pk").values_list("pk", "created_at")
+    )[:SCAN_IDS]:
+        if pk != expected:
+            if oldest is False:
+                oldest = oldest_open_writer()
+            if oldest is not None and oldest <= created_at + CLOCK_MARGIN:
+                return expected - 1
+        expected = pk + 1
+    return None
+
+
+def oldest_open_writer() -> datetime | None:
+    """When the oldest transaction that has written and is still open began (PostgreSQL)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT min(xact_start) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()"
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
 def read_events(requester: Requester, after: int, session_key: str | None, limit: int) -> list:
-    """The events after cursor `after`, oldest first, sanitised as history is."""
+    """The events after cursor `after`, oldest first, sanitised as history is; never past a
+    message that may still appear below them (settled_horizon)."""
     from .bridge_tools import conversation_of, message_id, text_of
 
+    messages = _messages(requester, session_key).filter(pk__gt=after)
+    horizon = settled_horizon(after)
+    if horizon is not None:
+        messages = messages.filter(pk__lte=horizon)
     found = list(
-        _messages(requester, session_key)
-        .filter(pk__gt=after)
-        .order_by("pk")
-        .values_list("pk", "session_id", *transcript.READ_COLUMNS)[:limit]
+        messages.order_by("pk").values_list("pk", "session_id", *transcript.READ_COLUMNS)[:limit]
     )
     sessions = {s.pk: s for s in Session.objects.filter(pk__in={r[1] for r in found})}
     rows = {pk: session_row(s, settings=requester.key_settings) for pk, s in sessions.items()}
@@ -136,7 +181,11 @@ def read_events(requester: Requester, after: int, session_key: str | None, limit
 
 def newest_cursor(requester: Requester, session_key: str | None) -> int:
     newest = _messages(requester, session_key).order_by("-pk").values_list("pk", flat=True).first()
-    return newest or 0
+    if not newest:
+        return 0
+    # Not past a message still being written below the newest one (it is an event to come).
+    horizon = settled_horizon(max(newest - SCAN_IDS, 0))
+    return newest if horizon is None else min(newest, horizon)
 
 
 def events_poll(*, requester: Requester, args: Any) -> dict:
