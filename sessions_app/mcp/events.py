@@ -118,13 +118,13 @@ def settled_horizon(after: int) -> int | None:
     if connection.vendor != "postgresql":
         return None
     expected = after + 1
-    oldest: datetime | None | bool = False  # read once, when the first gap is met
+    looked, oldest = False, None  # the oldest open writer, read once, at the first gap
     for pk, created_at in (
         Message.objects.filter(pk__gt=after).order_by("pk").values_list("pk", "created_at")
     )[:SCAN_IDS]:
         if pk != expected:
-            if oldest is False:
-                oldest = oldest_open_writer()
+            if not looked:
+                looked, oldest = True, oldest_open_writer()
             if oldest is not None and oldest <= created_at + CLOCK_MARGIN:
                 return expected - 1
         expected = pk + 1
