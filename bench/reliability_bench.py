@@ -11,8 +11,8 @@ the development ones) it builds a fresh database with a scripted agent and start
 1. **Burst.** One run stays queued (no worker yet); `--waits` clients open
    `GET /api/v1/runs/{id}/wait/?timeout=N` on it at once and `--bad-keys` clients send
    `POST /tools/invoke` with a wrong key, all concurrently (raw asyncio sockets, one connection
-   each). Meanwhile a probe lists sessions (`GET /api/v1/sessions/?limit=5`, a good key) every
-   50 ms. Reported: the statuses of every burst request (no 5xx allowed) and the probe's
+   each). Meanwhile another client (a key of its own) lists sessions
+   (`GET /api/v1/sessions/?limit=5`) every 50 ms. Reported: the statuses of every burst request (no 5xx allowed) and the probe's
    latency p50/p95/max during the burst.
 2. **Worker killed.** A worker cluster (2 processes) starts; `--sends` sends of a turn that takes
    2 s are started at once (timeoutSeconds 0). When some are running, the worker process
@@ -122,14 +122,16 @@ async def http(
     return status, time.monotonic() - started
 
 
-async def burst(port: int, token: str, run_id: str, waits: int, bad_keys: int, wait_s: int) -> dict:
+async def burst(
+    port: int, token: str, probe_token: str, run_id: str, waits: int, bad_keys: int, wait_s: int
+) -> dict:
     probe_latencies: list[float] = []
     probe_statuses: Counter = Counter()
     stop = asyncio.Event()
 
     async def probe() -> None:
         while not stop.is_set():
-            status, seconds = await http(port, "GET", "/api/v1/sessions/?limit=5", token)
+            status, seconds = await http(port, "GET", "/api/v1/sessions/?limit=5", probe_token)
             probe_statuses[status] += 1
             probe_latencies.append(seconds)
             await asyncio.sleep(0.05)
@@ -238,13 +240,17 @@ def bench(name: str, args) -> dict:
         .strip()
         .splitlines()[-1]
     )
+    # Another client: the probe has a key of its own.
+    probe_token = manage(env, "create_api_key", "--scope", "operator").strip().splitlines()[-1]
     procs = Processes(env, f"reliability-{name}", "openclaw_site.asgi:application", "uvicorn")
     result: dict = {"config": name, "title": CONFIGS[name]["title"]}
     try:
         procs.start(worker=False)
         run_id = start_send(procs.port, token, "wait for me")  # no worker: it stays queued
         result["burst"] = asyncio.run(
-            burst(procs.port, token, run_id, args.waits, args.bad_keys, args.wait_seconds)
+            burst(
+                procs.port, token, probe_token, run_id, args.waits, args.bad_keys, args.wait_seconds
+            )
         )
         print(json.dumps(result["burst"]), flush=True)
         procs.start_worker()

@@ -184,12 +184,16 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                 return error_json(
                     405, f"Use {' or '.join(methods)}", headers={"Allow": ", ".join(methods)}
                 )
+            authorization = request.META.get("HTTP_AUTHORIZATION")
             try:
-                request.api_key = await sync_to_async(authenticate)(
-                    request.META.get("HTTP_AUTHORIZATION")
-                )
-                async with ratelimit.admitted(request.api_key) as refused:  # 429 + Retry-After
-                    return refused if refused is not None else await view(request, *args, **kwargs)
+                async with ratelimit.before_auth(authorization) as busy:  # 429, no lookup
+                    if busy is not None:
+                        return busy
+                    request.api_key = await sync_to_async(authenticate)(authorization)
+                    async with ratelimit.admitted(request.api_key) as refused:  # 429
+                        if refused is not None:
+                            return refused
+                        return await view(request, *args, **kwargs)
             except Exception as exc:
                 response = error_response(exc, invalid_type=invalid_type)
                 if response is None:

@@ -17,6 +17,7 @@ or a leaked key, not normal traffic).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import threading
 import time
@@ -104,6 +105,48 @@ def too_many(exc: RateLimited) -> HttpResponse:
         content_type="application/json",
         headers={"Retry-After": str(exc.retry_after)},
     )
+
+
+_by_credential: dict[str, int] = {}
+
+
+@contextlib.asynccontextmanager
+async def before_auth(authorization: str | None) -> AsyncIterator[HttpResponse | None]:
+    """For the async endpoints, before the key is looked up: at most
+    OPENCLAW_API_CONCURRENCY_LIMIT requests carrying the same credential (valid or not) in
+    flight in this process; the next is a 429 at once, with no database work.
+
+    Looking a key up is database work like any other: 10,000 waits or 3,000 bad-key requests
+    sent at once would otherwise queue every other client's requests behind their lookups.
+    Counted by a digest of the header, so a burst of one credential costs at most `limit`
+    lookups however large it is."""
+    limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
+    if limit <= 0:
+        yield None
+        return
+    credential = hashlib.sha256((authorization or "").encode("utf-8", "replace")).hexdigest()
+    with _lock:
+        current = _by_credential.get(credential, 0)
+        admitted_now = current < limit
+        if admitted_now:
+            _by_credential[credential] = current + 1
+    if not admitted_now:
+        yield too_many(
+            RateLimited(
+                f"too many concurrent requests: at most {limit} in flight for this API key",
+                1,
+            )
+        )
+        return
+    try:
+        yield None
+    finally:
+        with _lock:
+            left = _by_credential.get(credential, 0) - 1
+            if left > 0:
+                _by_credential[credential] = left
+            else:
+                _by_credential.pop(credential, None)
 
 
 @contextlib.asynccontextmanager

@@ -3,6 +3,8 @@ Retry-After), login throttling on both login forms, password rules for create_ui
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError
@@ -74,6 +76,33 @@ def test_concurrency_limit_per_key(settings, agent_main, operator):
         ratelimit._release(key.pk)
     assert agent_main.invoke("sessions_list", {}).status_code == 200
     assert ratelimit._in_flight == {}  # every finished request gave its slot back
+
+
+def test_a_burst_of_one_credential_is_refused_before_any_key_lookup(
+    settings, anonymous, operator, django_assert_num_queries
+):
+    """10,000 waits or 3,000 bad-key requests at once: past the limit, a request carrying the
+    same credential is a 429 with no database work, so it cannot queue other clients'."""
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 2
+    bad = "Bearer not-a-key"
+    held = hashlib.sha256(bad.encode()).hexdigest()
+    ratelimit._by_credential[held] = 2  # two requests of it are being looked up
+    try:
+        with django_assert_num_queries(0):
+            refused = anonymous.post(
+                "/tools/invoke", {"tool": "sessions_list", "args": {}}, HTTP_AUTHORIZATION=bad
+            )
+        assert_429(refused, "at most 2 in flight")
+        assert operator.invoke("sessions_list", {}).status_code == 200  # others go on
+    finally:
+        ratelimit._by_credential.pop(held, None)
+    assert (
+        anonymous.post(
+            "/tools/invoke", {"tool": "sessions_list"}, HTTP_AUTHORIZATION=bad
+        ).status_code
+        == 401
+    )
+    assert ratelimit._by_credential == {}
 
 
 # --- login throttling -------------------------------------------------------------------------
