@@ -33,7 +33,9 @@ import json
 import os
 import platform
 import signal
+import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -64,6 +66,11 @@ SLOW = {
     ],
 }
 
+QUICK = {
+    "type": "scripted",
+    "rules": [*SLOW["rules"][:2], {"match": ".*", "delayMs": 500, "reply": "quick"}],
+}
+
 SETUP = """
 import json
 from sessions_app.agents import upsert_agent
@@ -73,6 +80,8 @@ upsert_agent(api_key=None, agent_id="main", data={"name": "main"})
 upsert_agent(api_key=None, agent_id="echo", data={"name": "echo", "backend": %(slow)s})
 upsert_session(api_key=None, key="agent:main:main", entry={})
 upsert_session(api_key=None, key="agent:echo:main", entry={})
+upsert_agent(api_key=None, agent_id="quick", data={"name": "quick", "backend": %(quick)s})
+upsert_session(api_key=None, key="agent:quick:main", entry={})
 update_config(api_key=None, changes={
     "tools.sessions.visibility": "all", "tools.agentToAgent.enabled": True,
     "session.agentToAgent.maxPingPongTurns": 0})
@@ -231,10 +240,124 @@ def killed_worker(env: dict, procs: Processes, token: str, sends: int) -> dict:
     }
 
 
+QUICK_RUNS = """
+import json
+from sessions_app.models import Message, Run
+runs = Run.objects.filter(kind="send", session__key="agent:quick:main")
+by_status = {}
+for status in runs.values_list("status", flat=True):
+    by_status[status] = by_status.get(status, 0) + 1
+errors = sorted({e for e in runs.exclude(error="").values_list("error", flat=True)})[:5]
+replies = Message.objects.filter(session__key="agent:quick:main", role="assistant").count()
+print(json.dumps({"ids": [str(i) for i in runs.values_list("id", flat=True)],
+                  "by_status": by_status, "errors": errors, "replies": replies}))
+"""
+
+
+def restart_postgres() -> None:
+    cluster = sorted(os.listdir("/etc/postgresql"))[-1]
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"],
+        check=True,
+        capture_output=True,
+    )
+
+
+def restart_redis() -> None:
+    subprocess.run(["redis-cli", "-h", "127.0.0.1", "shutdown", "nosave"], capture_output=True)
+    time.sleep(1)
+    subprocess.run(
+        [
+            "redis-server",
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "6379",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+
+def restarts(env: dict, procs: Processes, token: str, seconds: float) -> dict:
+    """Sends to `quick` at 2 a second (each waits up to 5 s for its reply) while PostgreSQL
+    and then Redis restart; afterwards every run must have ended ok, none lost."""
+    statuses: Counter = Counter()
+    results: Counter = Counter()
+    started_ids: list[str] = []
+    stop = threading.Event()
+
+    def client() -> None:
+        http_client = Client(procs.port, token)
+        i = 0
+        while not stop.is_set():
+            i += 1
+            body = {
+                "tool": "sessions_send",
+                "args": {"sessionKey": "agent:quick:main", "message": f"q{i}", "timeoutSeconds": 5},
+            }
+            try:
+                status, payload = http_client.request("POST", "/tools/invoke", body)
+            except OSError:
+                statuses["connection error"] += 1
+                time.sleep(0.5)
+                continue
+            statuses[status] += 1
+            if status == 200:
+                details = json.loads(payload)["result"]["details"]
+                results[details["status"]] += 1
+                if details.get("runId"):
+                    started_ids.append(details["runId"])
+            elif status == 503 and b"runId" in payload:
+                started_ids.append(json.loads(payload)["runId"])
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    time.sleep(seconds / 6)
+    t0 = time.monotonic()
+    restart_postgres()
+    pg_s = time.monotonic() - t0
+    time.sleep(seconds / 3)
+    t0 = time.monotonic()
+    restart_redis()
+    redis_s = time.monotonic() - t0
+    time.sleep(seconds / 3)
+    stop.set()
+    thread.join(timeout=30)
+    deadline = time.monotonic() + 90
+    while True:
+        report = django_snippet(env, QUICK_RUNS)
+        pending = sum(report["by_status"].get(s, 0) for s in ("queued", "running"))
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    stored = set(report["ids"])
+    return {
+        "pg_restart_s": round(pg_s, 1),
+        "redis_restart_s": round(redis_s, 1),
+        "http": {str(k): v for k, v in statuses.items()},
+        "send_results": dict(results),
+        "runs": report["by_status"],
+        "errors": report["errors"],
+        "server_errors": sum(
+            v for k, v in statuses.items() if isinstance(k, int) and k >= 500 and k != 503
+        ),
+        "lost": len([i for i in started_ids if i not in stored]) + pending,
+        "replies": report["replies"],
+    }
+
+
 def bench(name: str, args) -> dict:
     env = config_env(name, workers=2, settings=None)
     fresh_database(name, env)
-    django_snippet(env, SETUP % {"slow": json.dumps(SLOW)})
+    django_snippet(env, SETUP % {"slow": json.dumps(SLOW), "quick": json.dumps(QUICK)})
     token = (
         manage(env, "create_api_key", "--scope", "agent", "--agent", "main")
         .strip()
@@ -256,6 +379,8 @@ def bench(name: str, args) -> dict:
         procs.start_worker()
         time.sleep(2)
         result["killed_worker"] = killed_worker(env, procs, token, args.sends)
+        if args.restarts and name != "sqlite":
+            result["restarts"] = restarts(env, procs, token, args.restart_seconds)
     finally:
         procs.stop()
     return result
@@ -284,6 +409,19 @@ def markdown(results: list[dict]) -> str:
             f"| {r['title']} | {k['sends']} | {k['runs_in_flight_on_it']} | {k['ended']} | "
             f"{k['killed_runs_ended_after_s']} s | {k['lost']} | {k['duplicated']} |"
         )
+    restarted = [r for r in results if "restarts" in r]
+    if restarted:
+        lines += [
+            "",
+            "| configuration | PostgreSQL restart | Redis restart | HTTP statuses | send results | runs | 500s | lost |",
+            "|---|---:|---:|---|---|---|---:|---:|",
+        ]
+        for r in restarted:
+            x = r["restarts"]
+            lines.append(
+                f"| {r['title']} | {x['pg_restart_s']} s | {x['redis_restart_s']} s | {x['http']} | "
+                f"{x['send_results']} | {x['runs']} | **{x['server_errors']}** | **{x['lost']}** |"
+            )
     return "\n".join(lines)
 
 
@@ -294,6 +432,12 @@ def main(argv=None) -> int:
     parser.add_argument("--bad-keys", type=int, default=3000)
     parser.add_argument("--wait-seconds", type=int, default=20)
     parser.add_argument("--sends", type=int, default=12)
+    parser.add_argument(
+        "--restarts",
+        action="store_true",
+        help="also restart PostgreSQL and Redis under load (the machine's own services!)",
+    )
+    parser.add_argument("--restart-seconds", type=float, default=36)
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     names = [args.only] if args.only else ["sqlite", "pg-redis"]

@@ -35,6 +35,9 @@ def test_database_url() -> str:
     return f"postgres://{user}@{host}:{port}/{settings['NAME']}"
 
 
+CHILD_APP_NAME = "openclaw-test-child"
+
+
 def child_env(**extra: str) -> dict:
     env = dict(os.environ)
     env["DATABASE_URL"] = test_database_url()
@@ -44,6 +47,9 @@ def child_env(**extra: str) -> dict:
     # The test process's key: a PostgreSQL DATABASE_URL is production mode, which needs one,
     # and a session cookie made here must be valid there.
     env.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
+    # libpq names their PostgreSQL sessions, so an outage test can cut theirs and not the test
+    # process's own (database_refuses_connections).
+    env["PGAPPNAME"] = CHILD_APP_NAME
     env.update(extra)
     return env
 
@@ -189,13 +195,13 @@ def wait_until(predicate, *, timeout: float = 30, interval: float = 0.1):
 
 @contextlib.contextmanager
 def database_refuses_connections():
-    """Every other connection to the test database is cut and new ones are refused (set from
-    the server's maintenance database: a database cannot refuse the session that asks)."""
+    """The test database refuses new connections, and the processes the test started lose
+    theirs, as in a server restart. The test process keeps its own (its threads' pooled
+    connections too), so nothing of it is left broken afterwards. Set from the server's
+    maintenance database: a database cannot refuse the session that asks."""
     import psycopg
 
     name = connection.settings_dict["NAME"]
-    connection.ensure_connection()
-    ours = connection.connection.info.backend_pid
     params = connection.get_connection_params()
     admin = psycopg.connect(
         host=params.get("host"),
@@ -208,14 +214,10 @@ def database_refuses_connections():
         admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
         admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = %s AND pid <> %s",
-            [name, ours],
+            "WHERE datname = %s AND application_name = %s",
+            [name, CHILD_APP_NAME],
         )
         yield
     finally:
         admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         admin.close()
-        # This process's other pooled connections were cut too: start a fresh pool.
-        connection.close()
-        if getattr(connection, "close_pool", None):
-            connection.close_pool()
