@@ -22,6 +22,7 @@ import math
 import threading
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
@@ -74,27 +75,49 @@ def check_rate(api_key_id: int, *, now: float | None = None) -> None:
         )
 
 
-_in_flight: dict[int, int] = {}
+_in_flight: dict[int, int] = {}  # API key id → its requests in flight here
+_by_credential: dict[str, int] = {}  # Authorization header digest → the same, before lookup
 _lock = threading.Lock()
 
 
-def _acquire(api_key_id: int) -> bool:
+def _acquire(slot: Any, table: dict | None = None) -> bool:
+    """Take one of OPENCLAW_API_CONCURRENCY_LIMIT places for `slot` (an API key's id, or a
+    credential's digest in `_by_credential`); False when they are all taken."""
+    table = _in_flight if table is None else table
     limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
     with _lock:
-        current = _in_flight.get(api_key_id, 0)
+        current = table.get(slot, 0)
         if limit > 0 and current >= limit:
             return False
-        _in_flight[api_key_id] = current + 1
+        table[slot] = current + 1
         return True
 
 
-def _release(api_key_id: int) -> None:
+def _release(slot: Any, table: dict | None = None) -> None:
+    table = _in_flight if table is None else table
     with _lock:
-        left = _in_flight.get(api_key_id, 0) - 1
+        left = table.get(slot, 0) - 1
         if left > 0:
-            _in_flight[api_key_id] = left
+            table[slot] = left
         else:
-            _in_flight.pop(api_key_id, None)
+            table.pop(slot, None)
+
+
+@contextlib.asynccontextmanager
+async def _place(slot: Any, table: dict) -> AsyncIterator[HttpResponse | None]:
+    """A 429 when `slot` has no place left, else None with a place held until the block ends."""
+    if not _acquire(slot, table):
+        limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
+        yield too_many(
+            RateLimited(
+                f"too many concurrent requests: at most {limit} in flight for this API key", 1
+            )
+        )
+        return
+    try:
+        yield None
+    finally:
+        _release(slot, table)
 
 
 def too_many(exc: RateLimited) -> HttpResponse:
@@ -107,9 +130,6 @@ def too_many(exc: RateLimited) -> HttpResponse:
     )
 
 
-_by_credential: dict[str, int] = {}
-
-
 @contextlib.asynccontextmanager
 async def before_auth(authorization: str | None) -> AsyncIterator[HttpResponse | None]:
     """For the async endpoints, before the key is looked up: at most
@@ -120,33 +140,9 @@ async def before_auth(authorization: str | None) -> AsyncIterator[HttpResponse |
     sent at once would otherwise queue every other client's requests behind their lookups.
     Counted by a digest of the header, so a burst of one credential costs at most `limit`
     lookups however large it is."""
-    limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
-    if limit <= 0:
-        yield None
-        return
     credential = hashlib.sha256((authorization or "").encode("utf-8", "replace")).hexdigest()
-    with _lock:
-        current = _by_credential.get(credential, 0)
-        admitted_now = current < limit
-        if admitted_now:
-            _by_credential[credential] = current + 1
-    if not admitted_now:
-        yield too_many(
-            RateLimited(
-                f"too many concurrent requests: at most {limit} in flight for this API key",
-                1,
-            )
-        )
-        return
-    try:
-        yield None
-    finally:
-        with _lock:
-            left = _by_credential.get(credential, 0) - 1
-            if left > 0:
-                _by_credential[credential] = left
-            else:
-                _by_credential.pop(credential, None)
+    async with _place(credential, _by_credential) as refused:
+        yield refused
 
 
 @contextlib.asynccontextmanager
@@ -158,16 +154,5 @@ async def admitted(api_key) -> AsyncIterator[HttpResponse | None]:
     except RateLimited as exc:
         yield too_many(exc)
         return
-    if not _acquire(api_key.pk):
-        limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
-        yield too_many(
-            RateLimited(
-                f"too many concurrent requests: at most {limit} in flight for this API key",
-                1,
-            )
-        )
-        return
-    try:
-        yield None
-    finally:
-        _release(api_key.pk)
+    async with _place(api_key.pk, _in_flight) as refused:
+        yield refused

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from ..delivery import retry_due_deliveries
 from ..models import GatewayConfig, Run, Session
-from . import completions, engine
+from . import completions, engine, watchdog
 
 log = logging.getLogger("openclaw.runs")
 
@@ -26,13 +26,6 @@ SCHEDULE_NAME = "openclaw-sweep"
 HEARTBEAT_TIMEOUT_SECONDS = getattr(settings, "RUN_HEARTBEAT_TIMEOUT_SECONDS", 60)
 # A queued run not picked up by then lost its task (a Redis broker drops in-flight tasks).
 REQUEUE_AFTER_SECONDS = getattr(settings, "RUN_REQUEUE_AFTER_SECONDS", 120)
-
-
-def dead_worker_text(seconds: int) -> str:
-    return (
-        f"the worker running this run stopped (no heartbeat for {seconds}s); the run was ended "
-        "and can be sent again"
-    )
 
 
 def sweep(*, now: datetime | None = None, heartbeat_timeout: int | None = None) -> dict[str, int]:
@@ -47,10 +40,7 @@ def sweep(*, now: datetime | None = None, heartbeat_timeout: int | None = None) 
         "completions": 0,
     }
 
-    for run in Run.objects.filter(
-        status=Run.RUNNING, heartbeat_at__lt=now - timedelta(seconds=timeout)
-    ):
-        counts["dead"] += engine.finish_run(run, Run.ERROR, error=dead_worker_text(timeout))
+    counts["dead"] = watchdog.end_dead_runs(now, seconds=timeout)
 
     overdue = Run.objects.in_flight().filter(deadline__lt=now)
     for run in overdue:

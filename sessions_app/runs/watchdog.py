@@ -32,7 +32,6 @@ from django.utils import timezone
 
 from ..models import Run
 from . import engine, outage
-from .sweeper import dead_worker_text
 
 log = logging.getLogger("openclaw.runs")
 
@@ -50,6 +49,13 @@ def dead_after() -> int:
 
 def orphan_after() -> int:
     return int(getattr(settings, "RUN_ORPHAN_AFTER_SECONDS", 10))
+
+
+def dead_worker_text(seconds: int) -> str:
+    return (
+        f"the worker running this run stopped (no heartbeat for {seconds}s); the run was ended "
+        "and can be sent again"
+    )
 
 
 def start(**_signal_kwargs: object) -> None:
@@ -95,12 +101,14 @@ class Watchdog:
 
 
 def end_dead_runs(now: datetime, *, seconds: int | None = None) -> int:
+    """Running runs whose heartbeat is `seconds` old end as error, saying so (the sweep calls
+    this too, with its longer backstop)."""
     seconds = dead_after() if seconds is None else seconds
     stale = Run.objects.filter(
         status=Run.RUNNING, heartbeat_at__lt=now - timedelta(seconds=seconds)
     )
     ended = 0
-    for run in stale[:100]:
+    for run in stale[:500]:
         ended += engine.finish_run(run, Run.ERROR, error=dead_worker_text(seconds))
     return ended
 
