@@ -11,33 +11,27 @@ import time
 import pytest
 from websockets.sync.client import connect
 
-from tests.conftest import make_agent, make_session
-from tests.live import manage, start_server, start_worker
+from tests.live import start_server, start_worker
 from tests.live_updates.test_across_processes import SSE, request, ws_url
+from tests.live_world import ANNOUNCE_SKIP, main_and_research
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def family():
-    make_agent("main", subagents={"allowAgents": ["research"]})
-    make_agent(
-        "research",
-        backend={
-            "type": "scripted",
-            "rules": [
-                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-                {
-                    "match": "pause",
-                    "on": ["spawn"],
-                    "toolCalls": [{"name": "sessions_yield", "arguments": {"waitFor": "message"}}],
-                },
-                {"match": ".*", "on": ["spawn"], "reply": "Found it."},
-            ],
-        },
+    token = main_and_research(
+        [
+            ANNOUNCE_SKIP,
+            {
+                "match": "pause",
+                "on": ["spawn"],
+                "toolCalls": [{"name": "sessions_yield", "arguments": {"waitFor": "message"}}],
+            },
+            {"match": ".*", "on": ["spawn"], "reply": "Found it."},
+        ],
+        subagents={"allowAgents": ["research"]},
     )
-    make_session("agent:main:main")
-    token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
     server = start_server()
     worker = start_worker()
     yield server, token

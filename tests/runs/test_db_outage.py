@@ -13,14 +13,13 @@ import pytest
 from django.db import connection
 
 from sessions_app.models import Run
-from tests.conftest import make_agent, make_session, set_config
 from tests.live import (
     database_refuses_connections,
-    manage,
     start_server,
     start_worker,
     wait_until,
 )
+from tests.live_world import ANNOUNCE_SKIP, main_and_research, send_to_research
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,22 +28,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def world():
     if connection.vendor != "postgresql":
         pytest.skip("an outage of a database server (SQLite has none)")
-    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
-    make_agent("main")
-    make_agent(
-        "research",
-        backend={
-            "type": "scripted",
-            "rules": [
-                {"match": "long", "delayMs": 9000, "reply": "made it through"},
-                {"match": "short", "delayMs": 2000, "reply": "finished in the dark"},
-                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-            ],
-        },
+    token = main_and_research(
+        [
+            {"match": "long", "delayMs": 9000, "reply": "made it through"},
+            {"match": "short", "delayMs": 2000, "reply": "finished in the dark"},
+            ANNOUNCE_SKIP,
+        ]
     )
-    make_session("main")
-    make_session("agent:research:main")
-    token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
     server = start_server()
     worker = start_worker()
     yield server, token
@@ -53,21 +43,7 @@ def world():
 
 
 def start(server, token, message: str) -> str:
-    response = server.request(
-        "POST",
-        "/tools/invoke",
-        token=token,
-        body={
-            "tool": "sessions_send",
-            "args": {
-                "sessionKey": "agent:research:main",
-                "message": message,
-                "timeoutSeconds": 0,
-            },
-        },
-    )
-    assert response.status == 200, response.body
-    return response.json()["result"]["details"]["runId"]
+    return send_to_research(server, token, message)["runId"]
 
 
 @pytest.mark.parametrize(

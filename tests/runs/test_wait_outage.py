@@ -11,8 +11,8 @@ import time
 import pytest
 from django.db import connection
 
-from tests.conftest import make_agent, make_session, set_config
-from tests.live import database_refuses_connections, manage, start_server
+from tests.live import database_refuses_connections, start_server
+from tests.live_world import main_and_research, send_to_research
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,23 +21,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def world():
     if connection.vendor != "postgresql":
         pytest.skip("an outage of a database server (SQLite has none)")
-    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
-    make_agent("main")
-    make_agent("research")
-    make_session("main")
-    make_session("agent:research:main")
-    token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
+    token = main_and_research()
     server = start_server()  # no worker: the run stays queued, the wait runs to its timeout
-    sent = server.request(
-        "POST",
-        "/tools/invoke",
-        token=token,
-        body={
-            "tool": "sessions_send",
-            "args": {"sessionKey": "agent:research:main", "message": "hi", "timeoutSeconds": 0},
-        },
-    )
-    yield server, token, sent.json()["result"]["details"]["runId"]
+    sent = send_to_research(server, token, "hi")
+    yield server, token, sent["runId"]
     server.stop()
 
 

@@ -18,8 +18,9 @@ from openclaw_common import taskqueue
 from sessions_app.models import Run
 from sessions_app.runs import engine, watchdog
 from sessions_app.runs.chain import Chain
-from tests.conftest import make_agent, make_session, set_config
-from tests.live import manage, start_server, start_worker, wait_until
+from tests.conftest import make_session
+from tests.live import start_server, start_worker, wait_until
+from tests.live_world import ANNOUNCE_SKIP, main_and_research, send_to_research
 
 
 def queued_run(session, *, age: int = 60) -> Run:
@@ -86,35 +87,20 @@ def test_no_heartbeat_is_judged_until_the_database_has_been_back_a_while(session
 
 @pytest.fixture
 def world(transactional_db):
-    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
-    make_agent("main")
-    make_agent(
-        "research",
-        backend={
-            "type": "scripted",
-            "rules": [
-                {"match": "slow", "delayMs": 60000, "reply": "never"},
-                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-                {"match": ".*", "reply": "here"},
-            ],
-        },
+    token = main_and_research(
+        [
+            {"match": "slow", "delayMs": 60000, "reply": "never"},
+            ANNOUNCE_SKIP,
+            {"match": ".*", "reply": "here"},
+        ]
     )
-    make_session("main")
-    make_session("agent:research:main")
-    token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
     server = start_server()
     yield server, token
     server.stop()
 
 
 def send(server, token, message: str) -> str:
-    body = {
-        "tool": "sessions_send",
-        "args": {"sessionKey": "agent:research:main", "message": message, "timeoutSeconds": 0},
-    }
-    response = server.request("POST", "/tools/invoke", body=body, token=token)
-    assert response.status == 200, response.body
-    return response.json()["result"]["details"]["runId"]
+    return send_to_research(server, token, message)["runId"]
 
 
 def test_a_worker_killed_mid_run_is_noticed_within_seconds(world):
