@@ -23,7 +23,7 @@ from ..identity import Requester
 from ..models import Run, Session
 from ..resolve import canonical_for, resolve_session
 from ..runs import prompts
-from ..runs.chain import current_run, next_hop
+from ..runs.chain import Chain, current_run, next_hop
 from ..runs.completion_model import Completion
 from ..runs.flow_state import Flow
 from ..runs.provenance import inter_session
@@ -185,12 +185,7 @@ def start_send(
                 result=None, run_id=str(existing.pk), session_key=shown, timeout=timeout
             )
     try:
-        chain = next_hop(
-            tool="sessions_send",
-            from_agent=requester.agent_id,
-            to_agent=session.agent_id,
-            config=requester.config,
-        )
+        chain = send_hop(requester, session.agent_id)
     except Forbidden as exc:
         return _refused(exc.message, status="forbidden", session_key=shown)
 
@@ -255,6 +250,17 @@ def target_run(run: Run) -> dict:
     return state
 
 
+def send_hop(requester: Requester, to_agent: str) -> Chain:
+    """The chain a send from `requester` to `to_agent` extends (runs/chain.py); raises Forbidden
+    for a loop or a chain at its cap."""
+    return next_hop(
+        tool="sessions_send",
+        from_agent=requester.agent_id,
+        to_agent=to_agent,
+        config=requester.config,
+    )
+
+
 def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
     """The result shape for a started send, from the run as it stands. `delivered`: the message
     is in the target's transcript (its run exists); with no reply, `targetRun` says more."""
@@ -316,12 +322,7 @@ def resume_paused_child(
     task = paused.task_run or paused
     flow = replace(Flow.from_json(paused.flow), yield_note=None)
     try:
-        chain = next_hop(
-            tool="sessions_send",
-            from_agent=requester.agent_id,
-            to_agent=child.agent_id,
-            config=requester.config,
-        )
+        chain = send_hop(requester, child.agent_id)
     except Forbidden as exc:
         return _refused(exc.message, status="forbidden", session_key=shown).result
     with transaction.atomic():
