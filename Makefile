@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # server such as Ollama or LM Studio). A deployment sets its own list, or none (README).
 OUTBOUND_ALLOW ?= 127.0.0.1,::1,localhost
 # What mypy checks (pyproject.toml [tool.mypy]); the rest joins as it gets typed.
-TYPED ?= sessions_app/tools sessions_app/runs sessions_app/mcp sessions_app/rows.py sessions_app/transcript.py
+TYPED ?= sessions_app/tools sessions_app/runs sessions_app/acp sessions_app/mcp sessions_app/rows.py sessions_app/transcript.py
 
 .PHONY: install run test lint typecheck fmt migrations-check bench clean
 

@@ -1,14 +1,21 @@
 #!/usr/bin/env python
-"""Fill the configured database with a large, realistic data set for the benchmarks.
+"""Fill the configured database with a large data set of a given shape for the benchmarks.
 
-    .venv/bin/python bench/generate.py [--sessions 100000] [--messages 5000000]
-        [--deep-session-messages 1200000] [--batch 200000] [--reset] [--seed 1]
+    .venv/bin/python bench/generate.py [--profile today] [--sessions 100000]
+        [--messages-per-session 4] [--deep-session-messages 1200000] [--reset]
 
-One session (`agent:main:main`) gets --deep-session-messages messages, so that a history page a
-million messages deep exists; the rest are spread (skewed, like real use) over the other
-sessions. Rows go in directly, bypassing the ORM: COPY on PostgreSQL, executemany in large
-transactions on SQLite. The invariants the app relies on hold: every session's messages have
-seqs 1..last_seq, kind/row_channel come from openclaw_common.keys, JSON columns hold JSON.
+PostgreSQL: the rows are written by the server itself (INSERT … SELECT over generate_series,
+bench/shapes.py), with the secondary indexes dropped during the load and built again after it,
+then VACUUM ANALYZE, as a live database would be: 1,000,000 sessions take minutes, not hours.
+--profile picks the data shape (bench/shapes.py PROFILES: none, today, parent-10k,
+parent-40pct, agent-95pct, giants). Session 1 (`agent:main:main`) gets --deep-session-messages
+messages, so that a history page a million messages deep exists; every other session 0 to
+2 × --messages-per-session.
+
+SQLite: the earlier generator (profile `today` only; --messages is the total): rows planned in
+Python and written with executemany in large transactions. The invariants the app relies on
+hold on both: every session's messages have seqs 1..last_seq, kind/row_channel come from
+openclaw_common.keys, JSON columns hold JSON.
 
 Prints timings and writes bench/results/meta-<backend>.json (the deep session's key, sizes).
 """
@@ -37,6 +44,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from bench import shapes  # noqa: E402
 from sessions_app import sanitize  # noqa: E402
 from sessions_app.agents import upsert_agent  # noqa: E402
 from sessions_app.models import GatewayConfig, Message, Session  # noqa: E402
@@ -484,6 +492,94 @@ class Loader:
             self.raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def generate_postgresql(args, started: float) -> dict:
+    """The bulk-SQL load of bench/shapes.py; returns the meta fields."""
+    profile = shapes.PROFILES[args.profile]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sessions_app_session LIMIT 1")
+        if cursor.fetchone() and not args.reset:
+            raise SystemExit("The database already has sessions; use --reset to replace them.")
+        t = time.perf_counter()
+        cursor.execute(
+            "TRUNCATE sessions_app_message, sessions_app_run, sessions_app_session "
+            "RESTART IDENTITY CASCADE"
+        )
+        print(f"reset: {time.perf_counter() - t:.1f}s")
+    for agent_id in shapes.agent_ids(profile):
+        data = AGENTS.get(agent_id, {"name": agent_id, "model": "gpt-5-mini"})
+        upsert_agent(
+            api_key=None, agent_id=agent_id, data={**data, "backend": {"type": "scripted"}}
+        )
+    now = int(time.time() * 1000)
+    timings = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit = off")
+        cursor.execute("SET maintenance_work_mem = '512MB'")
+        dropped = []
+        for table in ("sessions_app_session", "sessions_app_message"):
+            for name, definition in shapes.secondary_indexes(cursor, table):
+                cursor.execute(f"DROP INDEX {name}")
+                dropped.append(definition)
+        t = time.perf_counter()
+        cursor.execute(
+            shapes.sessions_sql(
+                profile,
+                args.sessions,
+                now_ms=now,
+                messages_per_session=args.messages_per_session,
+                deep_messages=args.deep_session_messages,
+            )
+        )
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('sessions_app_session', 'id'), %s)",
+            [args.sessions],
+        )
+        timings["sessions"] = round(time.perf_counter() - t, 1)
+        print(f"sessions: {args.sessions:,} rows in {timings['sessions']}s", flush=True)
+        t = time.perf_counter()
+        shapes.load_templates(cursor)
+        written = 0
+        chunk = 100_000
+        for first in range(1, args.sessions + 1, chunk):
+            cursor.execute(shapes.messages_sql(first, first + chunk - 1))
+            written += cursor.rowcount
+            print(f"  … {written:,} messages ({time.perf_counter() - t:.0f}s)", flush=True)
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('sessions_app_message', 'id'), "
+            "(SELECT max(id) FROM sessions_app_message))"
+        )
+        timings["messages"] = round(time.perf_counter() - t, 1)
+        print(f"messages: {written:,} rows in {timings['messages']}s", flush=True)
+        t = time.perf_counter()
+        for definition in dropped:
+            cursor.execute(definition)
+        timings["indexes"] = round(time.perf_counter() - t, 1)
+        print(f"indexes: {len(dropped)} built in {timings['indexes']}s", flush=True)
+    t = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE sessions_app_session")
+        cursor.execute("VACUUM ANALYZE sessions_app_message")
+    timings["vacuum_analyze"] = round(time.perf_counter() - t, 1)
+    timings["total"] = round(time.perf_counter() - started, 1)
+    print(f"VACUUM ANALYZE: {timings['vacuum_analyze']}s; total {timings['total']}s")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(*) FILTER (WHERE spawned_by <> ''), "
+            "count(*) FILTER (WHERE agent_id = 'main') FROM sessions_app_session"
+        )
+        sessions, subagents, main_agent = cursor.fetchone()
+    return {
+        "profile": args.profile,
+        "profile_description": profile.description,
+        "sessions": sessions,
+        "subagent_sessions": subagents,
+        "main_agent_sessions": main_agent,
+        "messages": written,
+        "deep_session_messages": args.deep_session_messages,
+        "timings_s": timings,
+    }
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=100_000)
@@ -492,12 +588,31 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=200_000, help="message rows per COPY/commit")
     parser.add_argument("--reset", action="store_true", help="delete existing sessions first")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", choices=sorted(shapes.PROFILES), default="today")
+    parser.add_argument(
+        "--messages-per-session", type=int, default=4, help="PostgreSQL: the average"
+    )
     args = parser.parse_args(argv)
     if args.sessions < 1 or args.messages < 0:
         parser.error("--sessions must be ≥ 1 and --messages ≥ 0")
 
     started = time.perf_counter()
     call_command("migrate", verbosity=0, interactive=False)
+    if connection.vendor == "postgresql":
+        meta = {
+            "backend": "postgresql",
+            "database": str(connection.settings_dict["NAME"]),
+            "deep_session_key": DEEP_KEY,
+            **generate_postgresql(args, started),
+            "generated_at": datetime.now(tz=UTC).isoformat(),
+        }
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / "meta-postgresql.json"
+        path.write_text(json.dumps(meta, indent=2) + "\n")
+        print(f"wrote {path.relative_to(ROOT)}")
+        return 0
+    if args.profile != "today":
+        parser.error("SQLite generates the `today` profile only")
     loader = Loader(args.batch)
     backend = "postgresql" if loader.postgres else "sqlite"
     print(f"backend: {backend} ({connection.settings_dict['NAME']})")

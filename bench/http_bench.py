@@ -161,6 +161,11 @@ def check_list(message_limit: int):
     return check
 
 
+def check_agents(body: dict, case: str) -> None:
+    if not body.get("ok") or not body["result"]["details"].get("agents"):
+        raise BenchError(f"{case}: no agents in {str(body)[:300]}")
+
+
 def check_page(*, below: int | None):
     def check(body: dict, case: str) -> None:
         messages = body.get("items") or body.get("result", {}).get("details", {}).get("messages")
@@ -196,6 +201,13 @@ def build_cases(deep_key: str, last_seq: int) -> list[dict]:
             "path": invoke,
             "body": {"tool": "sessions_list", "args": {"limit": PAGE, "messageLimit": 5}},
             "check": check_list(5),
+        },
+        {
+            "name": "agents_list",
+            "method": "POST",
+            "path": invoke,
+            "body": {"tool": "agents_list", "args": {}},
+            "check": check_agents,
         },
         {
             "name": "history REST limit 200, first page",
@@ -259,13 +271,14 @@ def run_case(client: Client, case: dict, *, requests: int, warmup: int) -> dict:
 
 def markdown(results: list[dict], backend: str) -> str:
     lines = [
-        f"| {backend} | p50 ms | p95 ms | mean ms | req/s | bytes |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| {backend} | p50 ms | p95 ms | mean ms | req/s | bytes | load 1 min |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
+        load = "–".join(f"{x:.1f}" for x in r.get("load_1min", []))
         lines.append(
             f"| {r['case']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['mean_ms']:.1f} "
-            f"| {r['req_per_s']:.0f} | {r['response_bytes']:,} |"
+            f"| {r['req_per_s']:.0f} | {r['response_bytes']:,} | {load} |"
         )
     return "\n".join(lines)
 
@@ -282,6 +295,12 @@ def main(argv=None) -> int:
         help="ASGI application for daphne (to try a change without editing the app)",
     )
     parser.add_argument("--label", default="", help="suffix for the result file name")
+    parser.add_argument(
+        "--visibility",
+        choices=("agent", "all"),
+        default="all",
+        help="tools.sessions.visibility for the run (the operator acts as agent:main:main)",
+    )
     args = parser.parse_args(argv)
 
     backend = backend_name()
@@ -300,7 +319,7 @@ def main(argv=None) -> int:
         status, payload = client.request(
             "PATCH",
             "/api/v1/config/",
-            {"tools.sessions.visibility": "all", "tools.agentToAgent.enabled": True},
+            {"tools.sessions.visibility": args.visibility, "tools.agentToAgent.enabled": True},
         )
         decode(status, payload, "PATCH /api/v1/config/")
         deep_key = meta["deep_session_key"]
@@ -316,7 +335,10 @@ def main(argv=None) -> int:
         for case in build_cases(deep_key, last_seq):
             if args.only and args.only not in case["name"]:
                 continue
+            load_before = os.getloadavg()[0]
             result = run_case(client, case, requests=args.requests, warmup=args.warmup)
+            # The machine is shared: the 1-minute load average around each case goes with it.
+            result["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
             print(f"  {result['case']}: p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms",
                   flush=True)  # fmt: skip
             results.append(result)
@@ -335,7 +357,17 @@ def main(argv=None) -> int:
         "warmup": args.warmup,
         "reconnects": client.reconnects,
         "deep_session": {"key": deep_key, "last_seq": last_seq, "cursor": last_seq - DEPTH},
-        "data": {k: meta.get(k) for k in ("sessions", "messages", "deep_session_messages")},
+        "data": {
+            k: meta.get(k)
+            for k in (
+                "profile",
+                "sessions",
+                "subagent_sessions",
+                "messages",
+                "deep_session_messages",
+            )
+        },
+        "visibility": args.visibility,
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
         "results": results,
     }

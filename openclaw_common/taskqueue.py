@@ -55,3 +55,16 @@ def enqueue_after_commit(task: str, *args: Any, name: str) -> None:
 
 
 __all__ = ["after_commit", "broker", "enqueue", "enqueue_after_commit"]
+
+
+def keep_schedule(name: str, func: str, *, minutes: int | None = None) -> None:
+    """Create or update the django-q2 schedule called `name` (idempotent: migrations and `serve`
+    call it): `func` every `minutes`, or hourly without them, for ever."""
+    from django_q.models import Schedule
+
+    every = (
+        {"schedule_type": Schedule.MINUTES, "minutes": minutes}
+        if minutes
+        else {"schedule_type": Schedule.HOURLY}
+    )
+    Schedule.objects.update_or_create(name=name, defaults={"func": func, "repeats": -1, **every})

@@ -1,4 +1,5 @@
 import os
+import re
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openclaw_site.settings")
 
@@ -11,7 +12,8 @@ from django.urls import path  # noqa: E402
 # collectstatic or separate web server. Behind a proxy in production, serve STATIC_ROOT there.
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
-from openclaw_site.middleware import ApiHandler, is_api_path  # noqa: E402
+from openclaw_site.middleware import ApiHandler, is_api_request  # noqa: E402
+from sessions_app.api import ratelimit  # noqa: E402
 from sessions_app.live.consumer import websocket_app  # noqa: E402
 from sessions_app.mcp.http import is_mcp_path, mcp_app  # noqa: E402
 
@@ -19,13 +21,41 @@ from sessions_app.mcp.http import is_mcp_path, mcp_app  # noqa: E402
 api_app = ApiHandler()
 
 
+# The endpoints whose requests can wait (sends, run waits, /tools/invoke): a credential holding
+# all its places there is answered at the door (sessions_app/api/ratelimit.py).
+_GATED = re.compile(r"/tools/invoke$|/api/v1/runs/|/api/v1/sessions/.+/send/$")
+
+
 async def http_app(scope, receive, send):
     # /mcp/ is the MCP SDK's streamable HTTP transport (API keys only; docs/mcp.md).
     if is_mcp_path(scope):
         await mcp_app(scope, receive, send)
         return
-    app = api_app if is_api_path(scope) else django_asgi_app
+    if _GATED.match(scope.get("path", "")):
+        refused = ratelimit.refused_at_the_door(_header(scope, b"authorization"))
+        if refused is not None:
+            await _send_429(send, refused)
+            return
+    app = api_app if is_api_request(scope) else django_asgi_app
     await app(scope, receive, send)
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _send_429(send, body: bytes) -> None:
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", b"1"),
+        (b"x-content-type-options", b"nosniff"),
+    ]
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 # HTTP is Django; /ws/ is the live-updates WebSocket (docs/live.md). It reads the browser's

@@ -15,6 +15,8 @@ per `sessions_send` on a 2-core VM, about a sixth of the web process's work), so
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
@@ -84,9 +86,26 @@ class ApiHandler(ASGIHandler):
         self._middleware_chain = handler
 
 
-def is_api_path(scope: dict) -> bool:
+def _path(scope: dict) -> str:
     path = scope.get("path", "")
     root = scope.get("root_path", "")
     if root and path.startswith(root):
         path = path[len(root) :]
-    return path.startswith(API_PREFIXES)
+    return path
+
+
+def is_api_path(scope: dict) -> bool:
+    return _path(scope).startswith(API_PREFIXES)
+
+
+# OpenClaw's `GET /sessions/{sessionKey}/history` (sessions_app/api/openclaw_paths.py): with an
+# API key it is the API, served like the rest of it; a browser's request keeps the full stack.
+_OPENCLAW_HISTORY = re.compile(r"/sessions/.+/history")
+
+
+def is_api_request(scope: dict) -> bool:
+    if is_api_path(scope):
+        return True
+    return bool(_OPENCLAW_HISTORY.fullmatch(_path(scope))) and any(
+        name.lower() == b"authorization" for name, _ in scope.get("headers", ())
+    )

@@ -21,6 +21,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("OPENCLAW_VAR_DIR", BASE_DIR / "var"))
+# Where retention's cold storage writes transcripts (session.maintenance.coldStorage).
+COLD_STORAGE_DIR = Path(os.environ.get("OPENCLAW_COLD_DIR", VAR_DIR / "cold"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -197,7 +199,9 @@ elif (
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": int(os.environ.get("DB_POOL_MAX", "10")),
-        "timeout": 10,
+        # How long a request waits for a free connection before its 503 (short outages are
+        # ridden out within it).
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "10")),
     }
 if IN_QCLUSTER:
     # A worker runs one task after another: keep its connection instead of opening one per task
@@ -207,6 +211,14 @@ if IN_QCLUSTER:
     DATABASES["default"]["CONN_MAX_AGE"] = 60
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 IS_POSTGRES = DATABASES["default"]["ENGINE"].endswith("postgresql")
+if IS_POSTGRES:
+    # No JIT on the application's connections (docs/architecture.md, issue 18). Every statement
+    # the app sends reads an index range of a page's size and runs in about a millisecond, but
+    # JIT is switched on by the planner's *estimated* cost, which a skewed column can inflate
+    # past jit_above_cost; compiling then costs 20-1,800 ms per statement, for nothing. Appended
+    # to any libpq `options` the DATABASE_URL already carries.
+    _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _pg_options["options"] = f"{_pg_options.get('options', '')} -c jit=off".strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels and the task queue -----------------------------------------------------------
@@ -317,6 +329,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "runs", "description": "Agent runs: read, wait for, abort."},
         {"name": "agents", "description": "Agents."},
         {"name": "config", "description": "Gateway settings."},
+        {"name": "policies", "description": "The send policy (session.sendPolicy)."},
     ],
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
+from sessions_app.api.openclaw_paths import session_history
 from sessions_app.api.tools_invoke import tools_invoke
 from sessions_app.login_throttle import throttled
 
@@ -27,6 +28,9 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # OpenClaw's history path: the API's history for an API client, the transcript page for a
+    # browser (sessions_app/api/openclaw_paths.py).
+    path("sessions/<path:sessionKey>/history", session_history, name="openclaw-history"),
     # The transcript browser: the session list at /, transcripts at /sessions/<key>/.
     path("", include("sessions_app.ui.urls")),
 ]

@@ -166,12 +166,29 @@ def clean_rules(rules: Any, *, known: Sequence[str]) -> list[dict]:
     return cleaned
 
 
+def numbered(cleaned: list[dict]) -> list[dict]:
+    """The rules in evaluation order (position, then saved before new, then as listed), with
+    positions renumbered 1, 2, 3…: the number the editor shows is the one the preview and the
+    warnings say ("rule 1"), whatever positions were typed."""
+    order = sorted(
+        enumerate(cleaned),
+        key=lambda item: (
+            item[1]["position"],
+            item[1]["id"] is None,
+            item[1]["id"] or 0,
+            item[0],
+        ),
+    )
+    return [{**rule, "position": number} for number, (_, rule) in enumerate(order, start=1)]
+
+
 def save_send_policy(
     *,
     enabled: bool,
     default_action: str,
     rules: Sequence[Mapping[str, Any]],
     actor=None,
+    actor_name: str = "",
     note: str = "",
     configured_channels: Iterable[str] = (),
 ) -> PolicySave:
@@ -179,10 +196,11 @@ def save_send_policy(
 
     Each rule is a mapping with `action` and optional `channel`, `chat_type` (dm/supergroup are
     stored as direct/group), `key_prefix`, `raw_key_prefix`, `note` and `position` (default: its
-    1-based place in the list; rules are evaluated by position, then by id). A rule with `id`
+    1-based place in the list; rules are evaluated by position, then by id, and saved renumbered
+    1, 2, 3… in that order). A rule with `id`
     updates that saved rule, one without is added, and saved rules left out are deleted, so the
     history can tell a changed rule from a new one. `actor` is the Django user who made the
-    change (None for a script); `note` says why, for the history. A rule's channel must be one
+    change (None for a script; `actor_name` then names who, e.g. an API key); `note` says why, for the history. A rule's channel must be one
     of OpenClaw's or of `configured_channels` (the names of the channel rows).
 
     Raises InvalidArgument naming the field when anything is off; nothing is written then.
@@ -195,7 +213,7 @@ def save_send_policy(
         raise InvalidArgument('default_action must be "allow" or "deny"')
     if not isinstance(note, str) or "\x00" in note or len(note.strip()) > MAX_CHANGE_NOTE:
         raise InvalidArgument(f"note must be text of at most {MAX_CHANGE_NOTE} characters")
-    cleaned = clean_rules(rules, known=known_channels(configured_channels))
+    cleaned = numbered(clean_rules(rules, known=known_channels(configured_channels)))
 
     SendPolicy.load()  # the row exists before it is locked
     with transaction.atomic():
@@ -219,7 +237,11 @@ def save_send_policy(
         config.enabled, config.default_action = enabled, default
         config.save(update_fields=["enabled", "default_action", "updated_at"])
         change = history.record_change(
-            user=actor, before=before, after=history.snapshot(config), note=note.strip()
+            user=actor,
+            actor_name=actor_name,
+            before=before,
+            after=history.snapshot(config),
+            note=note.strip(),
         )
     ordered = SendPolicyRule.objects.filter(policy=config).order_by("position", "id")
     warnings = [

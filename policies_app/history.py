@@ -63,9 +63,11 @@ def summarize(before: dict, after: dict) -> list[str]:
     return lines
 
 
-def record_change(*, user, before: dict, after: dict, note: str = "") -> SendPolicyChange | None:
-    """Record one edit of the send policy by `user` (a staff user, or None for a script), with
-    the editor's `note` on why.
+def record_change(
+    *, user, before: dict, after: dict, note: str = "", actor_name: str = ""
+) -> SendPolicyChange | None:
+    """Record one edit of the send policy by `user` (a staff user, or None for a script or an
+    API key, which `actor_name` then names), with the editor's `note` on why.
 
     `before` and `after` are `snapshot()`s. A save that changed nothing records nothing and
     returns None.
@@ -76,7 +78,7 @@ def record_change(*, user, before: dict, after: dict, note: str = "") -> SendPol
     username = user.get_username() if user is not None and user.is_authenticated else ""
     return SendPolicyChange.objects.create(
         user=user if username else None,
-        username=username,
+        username=username or actor_name[:150],
         summary="; ".join(lines),
         note=note,
         before=before,

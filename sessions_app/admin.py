@@ -23,7 +23,8 @@ from django.utils.html import format_html, format_html_join
 
 from openclaw_common.errors import InvalidArgument
 
-from . import config, store, transcript
+from . import config, jsonl_export, store, transcript
+from . import model_catalog as catalog
 from .admin_actions import ActionsNeedChangeMixin, RowAction, RowActionsMixin, each_row_action
 from .admin_forms import AgentForm, ApiKeyCreateForm, GatewayConfigForm
 from .admin_singleton import SingletonAdminMixin
@@ -161,6 +162,7 @@ class SessionAdmin(ReadOnlyModelAdmin):
     list_select_related = ["agent"]
     ordering = ["-updated_at", "-id"]
     readonly_fields = ["updated"]
+    exclude = ["total_tokens"]  # shown as tokens_total (get_readonly_fields)
     actions = [
         each_row_action(
             "archive_sessions", "Archive", Session.archive, "Archived {count} session(s)."
@@ -182,6 +184,18 @@ class SessionAdmin(ReadOnlyModelAdmin):
     )
     TRANSCRIPT_PAGE = 50
 
+    def get_readonly_fields(self, request, obj=None):
+        # The stored total_tokens may be unset (it then means input + output): the page shows
+        # the one definition every surface uses, where the raw column would be.
+        return [
+            "tokens_total" if name == "total_tokens" else name
+            for name in super().get_readonly_fields(request, obj)
+        ]
+
+    @admin.display(description="total tokens")
+    def tokens_total(self, session):
+        return session.tokens_total
+
     @admin.display(description="updated", ordering="updated_at")
     def updated(self, session):
         return ms_to_datetime(session.updated_at)
@@ -202,17 +216,15 @@ class SessionAdmin(ReadOnlyModelAdmin):
                 request, "Select exactly one session to export as JSONL.", messages.WARNING
             )
             return None
-        return self.jsonl_response(queryset.get())
+        return self.jsonl_response(request, queryset.get())
 
     @staticmethod
-    def jsonl_response(session: Session, *, raw: bool = False) -> StreamingHttpResponse:
+    def jsonl_response(request, session: Session, *, raw: bool = False) -> StreamingHttpResponse:
         # Masked as sessions_history masks; the row's export link takes ?raw=1 (the admin's
         # export needs the change permission, which Viewers do not have).
-        response = StreamingHttpResponse(
-            transcript.export_jsonl(session, raw=raw), content_type="application/x-ndjson"
+        return jsonl_export.jsonl_response(
+            request, session, raw=raw, filename=str(session.session_id)
         )
-        response["Content-Disposition"] = f'attachment; filename="{session.session_id}.jsonl"'
-        return response
 
     def archive_row(self, request, session):
         session.archive()
@@ -232,7 +244,7 @@ class SessionAdmin(ReadOnlyModelAdmin):
 
     def export_row(self, request, session):
         raw = request.GET.get("raw") == "1" and self.has_change_permission(request, session)
-        return self.jsonl_response(session, raw=raw)
+        return self.jsonl_response(request, session, raw=raw)
 
     def stop_row(self, request, session):
         """Stop: the session's running and queued runs, and every sub-agent below it."""
@@ -462,15 +474,41 @@ class AgentAdmin(RowActionsMixin, ActionsNeedChangeMixin, admin.ModelAdmin):
     row_actions = (RowAction("test-backend/", "test_backend", "test_backend_row"),)
     row_pk_converter = "str"
     TEST_PROMPT = "Hello from the admin backend test"
+    actions = ["refresh_model_catalog"]
 
     def get_readonly_fields(self, request, obj=None):
-        return ["id", "test_button", "webhook_secret"] if obj is not None else []
+        return ["id", "test_button", "webhook_secret", "model_catalog"] if obj is not None else []
 
     def get_fields(self, request, obj=None):
         fields = list(AgentForm.Meta.fields)
+        if obj is not None:
+            fields.append("model_catalog")
         if obj is not None and self.has_change_permission(request, obj):
             fields += ["webhook_secret", "test_button"]
         return fields
+
+    @admin.display(description="model catalog")
+    def model_catalog(self, agent):
+        """What sessions_spawn may give this agent (model_catalog.py), and where it comes from."""
+        if agent is None or agent.pk is None:
+            return "—"
+        models = catalog.catalog(agent, GatewayConfig.load())
+        text = ", ".join(models) if models else "none: set a model or backend.models"
+        if agent.models_refreshed_at:
+            text += f" (/v1/models read {agent.models_refreshed_at:%Y-%m-%d %H:%M} UTC)"
+        return text
+
+    @admin.action(description="Refresh model catalog from /v1/models", permissions=["change"])
+    def refresh_model_catalog(self, request, queryset):
+        for agent in queryset:
+            try:
+                models = catalog.refresh_models(agent)
+            except catalog.RefreshFailed as exc:
+                self.message_user(request, f"Not refreshed: {exc}", messages.ERROR)
+                continue
+            self.message_user(
+                request, f"{agent.id}: {len(models)} model(s) from /v1/models.", messages.SUCCESS
+            )
 
     def get_list_display(self, request):
         if self.has_change_permission(request):
@@ -547,6 +585,18 @@ class GatewayConfigAdmin(SingletonAdminMixin, admin.ModelAdmin):
         if changes:
             config.update_config(api_key=None, changes=changes)
         obj.refresh_from_db()
+
+    def get_urls(self):
+        from django.urls import path
+
+        from .admin_retention import retention_view
+
+        retention = path(
+            "retention/",
+            self.admin_site.admin_view(lambda request: retention_view(self, request)),
+            name="sessions_app_gatewayconfig_retention",
+        )
+        return [retention, *super().get_urls()]
 
 
 # --- API keys -------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ def setting_help(setting: config.Setting) -> str:
     default = setting.default
     if isinstance(default, bool):
         default = "true" if default else "false"
-    elif isinstance(default, list):
+    elif isinstance(default, list | dict):
         default = json.dumps(default)
     parts.append(f"default: {default}")
     return " ".join(parts)
@@ -191,6 +191,10 @@ class GatewayConfigForm(forms.ModelForm):
                 field = forms.ChoiceField(choices=[(c, c) for c in setting.choices], **common)
             elif setting.kind == "list":
                 field = ListField(required=False, **common)
+            elif setting.kind == "json":
+                field = forms.JSONField(required=False, **common)
+            elif setting.cleaner is not None:
+                field = forms.CharField(required=False, **common)
             else:
                 field = forms.CharField(**common)
             self.fields[setting.field] = field
@@ -200,6 +204,9 @@ class GatewayConfigForm(forms.ModelForm):
         for setting in config.SETTINGS:
             if setting.field not in cleaned:
                 continue  # the field already has an error
+            if cleaned[setting.field] is None:  # an emptied JSON field: the default
+                cleaned[setting.field] = setting.default
+                continue
             try:
                 cleaned[setting.field] = config.clean_value(setting, cleaned[setting.field])
             except InvalidArgument as exc:

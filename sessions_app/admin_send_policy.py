@@ -10,6 +10,7 @@ policies_app does not import.
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.forms.models import BaseInlineFormSet
 
 from policies_app import editing, history
 from policies_app.forms import SendPolicyForm, SendPolicyRuleForm
@@ -25,9 +26,20 @@ HISTORY_LIMIT = 20
 PICK_LIMIT = 50
 
 
+class SendPolicyRuleFormSet(BaseInlineFormSet):
+    def _construct_form(self, i, **kwargs):
+        form = super()._construct_form(i, **kwargs)
+        if not self.is_bound and i >= self.initial_form_count():
+            # A blank row goes after the saved rules (1, 2, 3… as the preview numbers them),
+            # not first with the model's default 0.
+            form.initial.setdefault("position", i + 1)
+        return form
+
+
 class SendPolicyRuleInline(admin.TabularInline):
     model = SendPolicyRule
     form = SendPolicyRuleForm
+    formset = SendPolicyRuleFormSet
     extra = 1
     ordering = ["position", "id"]
     verbose_name = "rule"

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from . import outbound
+from . import model_catalog, outbound
 from .models import Agent, ApiKey
 from .runs import webhooks
 from .runs.subagent_limits import OVERRIDES
@@ -71,9 +71,10 @@ def clean_backend(value: Any) -> dict:
         raise InvalidArgument("backend must be an object")
     kind = value.get("type")
     if kind == "scripted":
-        unknown = sorted(set(value) - {"type", "rules", "delayMs"})
+        unknown = sorted(set(value) - {"type", "rules", "delayMs", "models"})
         if unknown:
             raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
+        _clean_models(value)
         rules = value.get("rules", [])
         if not isinstance(rules, list) or len(rules) > 200:
             raise InvalidArgument("backend.rules must be an array of at most 200 rules")
@@ -90,9 +91,14 @@ def clean_backend(value: Any) -> dict:
 
 def clean_openai_backend(value: dict) -> dict:
     """The openai backend's fields; the URL and the key's variable pass sessions_app/outbound.py."""
-    unknown = sorted(set(value) - {"type", "baseUrl", "model", "apiKeyEnv"})
+    unknown = sorted(
+        set(value) - {"type", "baseUrl", "model", "apiKeyEnv", "models", "refreshModels"}
+    )
     if unknown:
         raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
+    _clean_models(value)
+    if not isinstance(value.get("refreshModels", False), bool):
+        raise InvalidArgument("backend.refreshModels must be a boolean")
     for field in ("baseUrl", "model"):
         if not isinstance(value.get(field), str) or not value[field].strip():
             raise InvalidArgument(f"backend.{field} is required for an openai backend")
@@ -109,6 +115,12 @@ def clean_openai_backend(value: dict) -> dict:
     if refused:
         raise InvalidArgument(refused)
     return dict(value)
+
+
+def _clean_models(backend: dict) -> None:
+    """backend.models: the model ids the backend serves (model_catalog.py), checked in place."""
+    if "models" in backend:
+        backend["models"] = model_catalog.clean_model_list("backend.models", backend["models"])
 
 
 def clean_subagent_settings(subagents: dict) -> dict[str, int]:

@@ -20,6 +20,14 @@ _FALSE = {"false", "0", "no", "off"}
 # ASCII digits only: str.isdigit() also accepts "²" and "--1" passes lstrip("-"), and int() refuses
 # both. Twenty digits is past any limit already (and int() refuses past 4300).
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")
+# A number too large to be any argument's value, written as digits or with an exponent (`1e25`,
+# `99…9`): refused with the bound ("at most N"), not as if it were not a number. (A small
+# exponent form such as `1e3` stays a non-integer, as before.)
+_HUGE = re.compile(r"[0-9]{21,}|[0-9]+(?:\.[0-9]*)?[eE]\+?[0-9]{1,6}")
+
+
+def _too_large(text: str) -> bool:
+    return bool(_HUGE.fullmatch(text)) and float(text) > MAX_SAFE_INTEGER
 
 
 class Args:
@@ -53,6 +61,8 @@ class Args:
             number = math.floor(value)
         elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
             number = int(value.strip())
+        elif isinstance(value, str) and _too_large(value.strip()) or value == math.inf:
+            number = MAX_SAFE_INTEGER + 1
         if number is None or number < minimum:
             raise InvalidArgument(f"{name} must be {what}")
         if number > MAX_SAFE_INTEGER:

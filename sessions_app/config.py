@@ -6,6 +6,7 @@ the admin both use it, so names, defaults and ranges cannot drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ from django.db import transaction
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
+from . import model_catalog, send_policy_api
+from .acp import harnesses
 from .models import ApiKey, GatewayConfig, Session
 from .store import require_scope
 
@@ -22,15 +25,34 @@ from .store import require_scope
 class Setting:
     path: str  # OpenClaw config name
     field: str  # GatewayConfig field
-    kind: str  # "choice" | "bool" | "int" | "str" | "list"
+    kind: str  # "choice" | "bool" | "int" | "str" | "list" | "json"
     choices: tuple[str, ...] = ()
     minimum: int | None = None
     maximum: int | None = None
     help: str = ""
+    # A setting whose rules live with its feature (acp.agents): the check, instead of kind's.
+    cleaner: Callable[[Any], Any] | None = None
+    shape: dict[str, Any] | None = None  # a "json" setting's JSON schema (the API schema)
 
     @property
     def default(self):
         return GatewayConfig._meta.get_field(self.field).get_default()
+
+
+def _tool_policy(value: Any) -> dict:
+    from .runs.tool_specs import clean_tool_policy  # (the tool registry imports this module)
+
+    return clean_tool_policy("tools.subagents.tools", value)
+
+
+def _maintenance(value: Any) -> dict:
+    from .retention import clean_policy  # (retention reads the config row)
+
+    return clean_policy(value)
+
+
+def _default_models(value: Any) -> dict[str, dict]:
+    return model_catalog.clean_default_models("agents.defaults.models", value)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -139,6 +161,23 @@ SETTINGS: tuple[Setting, ...] = (
         "Notes report, the requester's own reply to it, or both. Ours.",
     ),
     Setting(
+        "tools.subagents.tools",
+        "subagent_tools",
+        "json",
+        cleaner=_tool_policy,
+        help='{"allow"?: [...], "deny"?: [...]} for every sub-agent run: deny adds denies, allow '
+        'is a final filter (tool names, "group:sessions", "*"). Empty: the default set.',
+    ),
+    Setting(
+        "agents.defaults.models",
+        "default_models",
+        "json",
+        cleaner=_default_models,
+        shape={"type": ["object", "array"]},
+        help='{"<model id>": {"alias"?}} (or a list of ids): when set, every agent\'s model '
+        "catalog is narrowed to these ids, and an alias names its model in sessions_spawn.",
+    ),
+    Setting(
         "tools.sessions_spawn.attachments.enabled",
         "attachments_enabled",
         "bool",
@@ -169,6 +208,43 @@ SETTINGS: tuple[Setting, ...] = (
         help="Bytes per attachment.",
     ),
     Setting(
+        "acp.enabled",
+        "acp_enabled",
+        "bool",
+        help='Allow sessions_spawn runtime="acp" (ACP harnesses, docs/acp.md).',
+    ),
+    Setting(
+        "acp.defaultAgent",
+        "acp_default_agent",
+        "str",
+        help='The harness runtime="acp" uses when sessions_spawn gives no agentId ("" = none).',
+        cleaner=harnesses.clean_default_agent,
+    ),
+    Setting(
+        "acp.allowedAgents",
+        "acp_allowed_agents",
+        "list",
+        help="Harness ids sessions_spawn may start (separate from subagents.allowAgents; "
+        '"*" = every configured harness).',
+    ),
+    Setting(
+        "acp.maxConcurrentSessions",
+        "acp_max_concurrent_sessions",
+        "int",
+        minimum=1,
+        maximum=100,
+        help="ACP sessions running at once, across every worker.",
+    ),
+    Setting(
+        "acp.agents",
+        "acp_agents",
+        "json",
+        help="ACP harnesses by id: {command, args?, env? (names passed through), cwdRoot, "
+        "permissionMode? (deny | read-only | allow-all), startTimeoutSeconds?}. Operators only.",
+        cleaner=harnesses.clean_agents,
+        shape=harnesses.AGENTS_SCHEMA,
+    ),
+    Setting(
         "session.agentToAgent.maxChainTurns",
         "chain_max_turns",
         "int",
@@ -176,15 +252,43 @@ SETTINGS: tuple[Setting, ...] = (
         maximum=1000,
         help="Turns one send/spawn chain may take across agents. Ours (loop safety).",
     ),
+    Setting(
+        "session.maintenance",
+        "session_maintenance",
+        "json",
+        cleaner=_maintenance,
+        shape={"type": "object"},
+        help='Retention (9.6 §6.1): {mode?: "warn"|"enforce", pruneAfter?: "30d"|false, '
+        'maxEntries?: 5000 (0: no cap), resetArchiveRetention?: "keep"|"90d", '
+        "coldStorage?: {enabled, afterDays}}. Omitted keys take 9.6's defaults. The admin's "
+        "retention preview shows what a policy would do before it is saved.",
+    ),
 )
 BY_PATH = {s.path: s for s in SETTINGS}
+# Settings kept in rows of their own rather than GatewayConfig fields: path → (read the value,
+# check a new one (None resets it), write what the check gave).
+SEND_POLICY = "session.sendPolicy"
+STORED_ELSEWHERE = {
+    SEND_POLICY: (
+        send_policy_api.as_openclaw,
+        send_policy_api.read_openclaw,
+        send_policy_api.write_openclaw,
+    ),
+}
 
 
 def as_dict(config: GatewayConfig) -> dict[str, Any]:
-    return {s.path: getattr(config, s.field) for s in SETTINGS}
+    values = {s.path: getattr(config, s.field) for s in SETTINGS}
+    return values | {path: read() for path, (read, _, _) in STORED_ELSEWHERE.items()}
 
 
 def clean_value(setting: Setting, value: Any) -> Any:
+    if setting.cleaner is not None:
+        return setting.cleaner(value)
+    return _clean_by_kind(setting, value)
+
+
+def _clean_by_kind(setting: Setting, value: Any) -> Any:
     path = setting.path
     if setting.kind == "bool":
         if not isinstance(value, bool):
@@ -201,11 +305,7 @@ def clean_value(setting: Setting, value: Any) -> Any:
             raise InvalidArgument(f"{path} must be one of {', '.join(setting.choices)}")
         return value.strip().lower()
     if setting.kind == "list":
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise InvalidArgument(f"{path} must be an array of non-empty strings")
-        if len(value) > 100 or any(len(v) > 64 for v in value):
-            raise InvalidArgument(f"{path} must have at most 100 entries of at most 64 characters")
-        return [v.strip() for v in value]
+        return _clean_list(path, value)
     if not isinstance(value, str) or not value.strip() or len(value) > 64:
         raise InvalidArgument(f"{path} must be a non-empty string of at most 64 characters")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
@@ -218,16 +318,34 @@ def clean_value(setting: Setting, value: Any) -> Any:
     return value.strip()
 
 
+def _clean_list(path: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InvalidArgument(f"{path} must be an array of non-empty strings")
+    if len(value) > 100 or any(len(v) > 64 for v in value):
+        raise InvalidArgument(f"{path} must have at most 100 entries of at most 64 characters")
+    return [v.strip() for v in value]
+
+
 def update_config(*, api_key: ApiKey | None, changes: Any) -> GatewayConfig:
-    """Apply {path: value}; all or nothing. Reclassifies sessions when key reading changes."""
+    """Apply {path: value}; all or nothing; null resets a setting to its default. Reclassifies
+    sessions when key reading changes."""
     if api_key is not None:
         require_scope(api_key, ApiKey.OPERATOR)
     if not isinstance(changes, dict) or not changes:
         raise InvalidArgument("body must be a non-empty JSON object of settings")
-    unknown = sorted(p for p in changes if p not in BY_PATH)
+    unknown = sorted(p for p in changes if p not in BY_PATH and p not in STORED_ELSEWHERE)
     if unknown:
         raise InvalidArgument(f"Unknown setting: {', '.join(unknown)}")
-    cleaned = {BY_PATH[p].field: clean_value(BY_PATH[p], v) for p, v in changes.items()}
+    cleaned = {
+        BY_PATH[p].field: BY_PATH[p].default if v is None else clean_value(BY_PATH[p], v)
+        for p, v in changes.items()
+        if p in BY_PATH
+    }
+    elsewhere = [
+        (STORED_ELSEWHERE[p][2], STORED_ELSEWHERE[p][1](v))
+        for p, v in changes.items()
+        if p in STORED_ELSEWHERE
+    ]
     with transaction.atomic():
         config = GatewayConfig.objects.select_for_update().get(pk=GatewayConfig.load().pk)
         before = config.key_settings
@@ -236,6 +354,8 @@ def update_config(*, api_key: ApiKey | None, changes: Any) -> GatewayConfig:
         config.save()
         if config.key_settings != before:
             reclassify_sessions(config.key_settings)
+        for write, value in elsewhere:
+            write(api_key=api_key, value=value)
     return config
 
 

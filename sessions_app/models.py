@@ -38,6 +38,11 @@ def new_session_id() -> str:
 # --- Gateway settings -----------------------------------------------------------------------
 
 
+def default_acp_allowed_agents() -> list[str]:
+    # The demo's echo harness (seed_demo registers it): a fresh install can try runtime="acp".
+    return ["echo"]
+
+
 class GatewayConfig(models.Model):
     """The one editable row of gateway settings (api.md §5); `config.py` maps them to OpenClaw names."""
 
@@ -71,6 +76,20 @@ class GatewayConfig(models.Model):
     completion_delivery = models.CharField(
         max_length=8, choices=COMPLETION_DELIVERIES, default="both"
     )
+    # ACP harnesses for sessions_spawn runtime="acp" (docs/acp.md; acp/harnesses.py validates).
+    acp_enabled = models.BooleanField(default=True)
+    acp_default_agent = models.CharField(max_length=64, blank=True, default="echo")
+    acp_allowed_agents = models.JSONField(default=default_acp_allowed_agents, blank=True)
+    acp_max_concurrent_sessions = models.PositiveSmallIntegerField(default=4)
+    acp_agents = models.JSONField(default=dict, blank=True)
+    # tools.subagents.tools {allow?, deny?}: narrows every sub-agent run's tools (runs/tool_specs.py).
+    subagent_tools = models.JSONField(default=dict, blank=True)
+    # agents.defaults.models {"<model id>": {"alias"?}}: narrows every agent's model catalog
+    # (model_catalog.py); empty = no narrowing.
+    default_models = models.JSONField(default=dict, blank=True)
+    # session.maintenance (9.6 §6.1): retention and cold storage; retention.clean_policy checks
+    # it and fills in the defaults (empty = every default).
+    session_maintenance = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -120,6 +139,10 @@ class Agent(models.Model):
     # webhook_secret, HMAC-SHA256); set by an operator only.
     webhook_url = models.URLField(max_length=2000, blank=True)
     webhook_secret = models.CharField(max_length=100, blank=True)
+    # What an OpenAI-compatible backend answered at /v1/models (backend.refreshModels), and when
+    # (model_catalog.refresh_models).
+    discovered_models = models.JSONField(default=list, blank=True)
+    models_refreshed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -133,11 +156,15 @@ class Agent(models.Model):
 # --- Sessions -------------------------------------------------------------------------------
 
 
+def unlisted_keys(settings: keys.KeySettings) -> list[str]:
+    """The reserved keys SessionQuerySet.listable() leaves out."""
+    return ["unknown"] if settings.scope == "global" else ["unknown", "global"]
+
+
 class SessionQuerySet(models.QuerySet["Session"]):
     def listable(self, *, settings: keys.KeySettings) -> SessionQuerySet:
         """Reserved keys are never listed; `global` is, when it is the main alias (scope=global)."""
-        hidden = ["unknown"] if settings.scope == "global" else ["unknown", "global"]
-        return self.exclude(key__in=hidden)
+        return self.exclude(key__in=unlisted_keys(settings))
 
     def active(self) -> SessionQuerySet:
         return self.filter(archived_at__isnull=True)
@@ -162,6 +189,12 @@ class SessionQuerySet(models.QuerySet["Session"]):
             for pk in pks:
                 live_hint(pk, reason)
         return updated
+
+
+def total_tokens_of(total: int | None, tokens_in: int | None, tokens_out: int | None) -> int:
+    """A session's totalTokens, the one definition (reference §2.3, the gateway's totals):
+    the entry's totalTokens, else input + output."""
+    return total if total is not None else (tokens_in or 0) + (tokens_out or 0)
 
 
 class Session(models.Model):
@@ -202,6 +235,12 @@ class Session(models.Model):
     # The per-session override; blank means inherit the send policy.
     send_policy = models.CharField(max_length=8, choices=SEND_POLICIES, blank=True)
 
+    # The sessions tool's organisation fields (9.6 §2.3); `category` is the group's name.
+    icon = models.TextField(blank=True)
+    color = models.CharField(max_length=64, blank=True)
+    category = models.CharField(max_length=512, blank=True)
+    status_note = models.CharField(max_length=120, blank=True)
+
     spawned_by = models.CharField(max_length=keys.MAX_KEY_LENGTH, blank=True)
     spawn_depth = models.PositiveSmallIntegerField(default=0)
 
@@ -215,6 +254,14 @@ class Session(models.Model):
     updated_at = models.BigIntegerField(default=now_ms)
     created_at = models.DateTimeField(default=timezone.now)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # Why it was archived (9.6 archiveReason: manual, age-retention, active-session-cap, …).
+    archive_reason = models.CharField(max_length=24, blank=True)
+    # Pinned sessions are kept by retention (9.6 pinnedAt).
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    # Cold storage (retention.py, cold_storage.py): when its transcript's rows moved to a
+    # compressed JSONL file, and that file's name under settings.COLD_STORAGE_DIR.
+    cold_at = models.DateTimeField(null=True, blank=True)
+    cold_file = models.CharField(max_length=200, blank=True)
     # When anything a sessions.subscribe client sees last changed (row, run status, archive,
     # appended messages), in ms, strictly increasing per session. Live updates poll it by index
     # when no Redis carries the hint (sessions_app/live).
@@ -243,6 +290,11 @@ class Session(models.Model):
 
     def __str__(self):
         return self.key
+
+    @property
+    def tokens_total(self) -> int:
+        """totalTokens as every surface shows it (total_tokens_of())."""
+        return total_tokens_of(self.total_tokens, self.input_tokens, self.output_tokens)
 
     @property
     def archived(self) -> bool:
@@ -372,12 +424,15 @@ def _usage_sets(usage: dict | None) -> list[_SetClause]:
     tokens_out = int(usage.get("output") or 0)
     total = int(usage.get("totalTokens") or tokens_in + tokens_out)
     return [
-        (f"{name} = COALESCE({name}, 0) + %s", [value])
-        for name, value in (
-            ("input_tokens", tokens_in),
-            ("output_tokens", tokens_out),
-            ("total_tokens", total),
-        )
+        ("input_tokens = COALESCE(input_tokens, 0) + %s", [tokens_in]),
+        ("output_tokens = COALESCE(output_tokens, 0) + %s", [tokens_out]),
+        # An unset total stands for input + output (total_tokens_of()): a run adds to that,
+        # not to 0, or the total would fall below its own parts (SET reads the old values).
+        (
+            "total_tokens = COALESCE(total_tokens, COALESCE(input_tokens, 0)"
+            " + COALESCE(output_tokens, 0)) + %s",
+            [total],
+        ),
     ]
 
 
@@ -475,6 +530,19 @@ class Message(models.Model):
 
 
 # --- Runs -----------------------------------------------------------------------------------
+
+
+class SessionGroup(models.Model):
+    """One named group of the sessions tool's ordered catalog (group_list / group_set)."""
+
+    name = models.CharField(max_length=512, unique=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self):
+        return self.name
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -575,6 +643,8 @@ class Run(models.Model):
                 name="run_deferred",
             ),
             models.Index(fields=["requester_key", "kind"], name="run_requester_kind"),
+            # The last day's runs, for the agents' activity charts (activity.py).
+            models.Index(fields=["created_at"], name="run_created"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -787,3 +857,5 @@ class ApiKey(models.Model):
 # app. Last, so those packages may use the models above.
 from .delivery.models import ChannelConfig, Delivery, DeliveryQuerySet  # noqa: E402, F401
 from .runs.completion_model import Completion, CompletionQuerySet  # noqa: E402, F401
+from .send_modes import SessionNotification, SessionWatcher  # noqa: E402, F401
+from .state_log import SessionEvent  # noqa: E402, F401

@@ -237,12 +237,31 @@ def post(
 ) -> Response:
     """POST once to a checked destination. Raises OutboundRefused (policy) or OutboundFailed
     (unreachable, timeout, redirect, too large); any other status is returned to the caller."""
+    return _request("POST", url, body, headers, timeout=timeout, max_bytes=max_bytes)
+
+
+def get(
+    url: str, headers: dict[str, str], *, timeout: float, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Response:
+    """GET once to a checked destination, with post()'s rules (a model list, model_catalog.py)."""
+    return _request("GET", url, None, headers, timeout=timeout, max_bytes=max_bytes)
+
+
+def _request(
+    method: str,
+    url: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    *,
+    timeout: float,
+    max_bytes: int,
+) -> Response:
     target = check_url(url)
     cls = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
     connection = cls(target, timeout)
     response = None
     try:
-        connection.request("POST", target.path, body=body, headers=headers)
+        connection.request(method, target.path, body=body, headers=headers)
         response = connection.getresponse()
         content_type = (response.getheader("Content-Type") or "").split(";")[0].strip()[:100]
         if 300 <= response.status < 400:

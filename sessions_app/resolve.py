@@ -79,3 +79,23 @@ def resolve_session(requester: Requester, raw: str, *, action: str) -> Session:
     if session is None:
         raise NotFound(not_found_text(raw))
     return session
+
+
+def resolve_session_id(requester: Requester, raw: str, *, action: str) -> Session:
+    """The Session whose sessionId is `raw` (never read as a key), with resolve_session's checks
+    and texts: the transcript's URL names it this way."""
+    policy = visibility.policy_for(requester)
+    session_id = keys.normalize_session_id(raw)
+    session = Session.objects.filter(session_id=session_id).first() if session_id else None
+    if session is None:
+        raise (
+            Forbidden(sandbox_hidden_text(raw))
+            if policy.restrict_to_spawned
+            else NotFound(not_found_text(raw))
+        )
+    denied = forbidden_text(
+        policy, raw, canonical=session.key, spawned_by=session.spawned_by, action=action
+    )
+    if denied:
+        raise Forbidden(denied)
+    return session

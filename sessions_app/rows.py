@@ -4,7 +4,7 @@ session_row() renders and does not query; page_rows() reads a page as SessionRow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 
 from openclaw_common import keys
 
-from .models import Session
+from .models import Session, total_tokens_of
 
 
 class SessionRow(NamedTuple):
@@ -68,71 +68,84 @@ ROW_FIELDS: tuple[str, ...] = SessionRow._fields[:-1]
 _KEY = ROW_FIELDS.index("key")
 _DELIVERY_CONTEXT = ROW_FIELDS.index("delivery_context")
 
-# PostgreSQL: the page and each row's active children (newest first) in one statement. The
-# children are an index probe per row (`session_spawned_by`); the outer ORDER BY restores the
-# page's order, which a subquery does not keep.
-_PAGE_WITH_CHILDREN = """
-    SELECT {columns}, ARRAY(
-        SELECT c.key FROM sessions_app_session c
-        WHERE c.spawned_by = p.key AND c.archived_at IS NULL
-        ORDER BY c.updated_at DESC, c.id
-    )
-    FROM ({page}) p
-    ORDER BY {order}
-"""
-
 
 def page_rows(queryset: QuerySet[Session]) -> list[SessionRow]:
     """The rows of a sliced, ordered page of sessions, each with its `children`.
 
-    PostgreSQL: one statement, read with a plain cursor (psycopg already returns UUIDs, booleans
-    and aware datetimes; only the jsonb column needs decoding), which is about half the cost of
-    `.values()` for a page of 200. Elsewhere: `.values_list()` and one more query for the
-    children.
+    Two statements on every backend: the page, then the active children of its rows by the
+    page's keys (children_of). PostgreSQL reads the page with a plain cursor (psycopg already
+    returns UUIDs, booleans and aware datetimes; only the jsonb column needs decoding), which is
+    about half the cost of `.values()` for a page of 200; elsewhere `.values_list()`.
+
+    The children used to be a correlated `ARRAY(SELECT … WHERE c.spawned_by = p.key)` in the
+    page's statement on PostgreSQL. That subquery is planned once for an unknown key, from the
+    column's statistics alone: where nearly every session has `spawned_by = ''` (a store with few
+    sub-agents) or one parent owns a large share of them, the planner expects thousands of
+    children per row and scans the table once per page row, and the inflated cost switches on
+    JIT (issue 18: 27 s for a page of 200 at 100k sessions). Read by the page's actual keys, the
+    lookup is planned with those values: an index probe per key (BENCHMARKS.md, "Data shapes").
     """
-    if connection.vendor == "postgresql":
-        return _page_rows_postgresql(queryset)
-    found = list(queryset.values_list(*ROW_FIELDS))
+    found = (
+        _page_values_postgresql(queryset)
+        if connection.vendor == "postgresql"
+        else list(queryset.values_list(*ROW_FIELDS))
+    )
+    children = children_of([values[_KEY] for values in found])
+    make = SessionRow._make
+    return [make((*values, children.get(values[_KEY], ()))) for values in found]
+
+
+def children_of(parent_keys: list[str]) -> dict[str, list[str]]:
+    """The keys of the active sessions each of `parent_keys` spawned, newest first. One query
+    (none for no keys), an index probe on `session_spawned_by` per key."""
     children: dict[str, list[str]] = {}
-    if found:
+    if not parent_keys:
+        return children
+    child_rows: Iterable[tuple[str, str]]
+    if connection.vendor == "postgresql":
+        # One array parameter: Django resolves each element of an `__in` list separately
+        # (~200 calls per page, a few ms). psycopg's client-side binding writes the array as a
+        # literal, so the planner still sees the keys.
+        with connection.cursor() as cursor:
+            cursor.execute(_CHILDREN_SQL, [list(parent_keys)])
+            child_rows = cursor.fetchall()
+    else:
         child_rows = (
             Session.objects.active()
-            .filter(spawned_by__in=[values[_KEY] for values in found])
+            .filter(spawned_by__in=parent_keys)
             .order_by("-updated_at", "id")
             .values_list("spawned_by", "key")
         )
-        for parent, child in child_rows:
-            children.setdefault(parent, []).append(child)
-    make = SessionRow._make
-    return [make(values + (children.get(values[_KEY], ()),)) for values in found]
+    for parent, child in child_rows:
+        children.setdefault(parent, []).append(child)
+    return children
 
 
-def _page_rows_postgresql(queryset: QuerySet[Session]) -> list[SessionRow]:
-    # Row fields only (no expressions): the outer query orders by the page's columns.
-    order_by = [name for name in queryset.query.order_by if isinstance(name, str)]
-    assert order_by == list(queryset.query.order_by), queryset.query.order_by
-    assert order_by and all(name.lstrip("-") in ROW_FIELDS for name in order_by), order_by
-    page_sql, params = queryset.values_list(*ROW_FIELDS).query.sql_with_params()
-    columns = ", ".join(f"p.{connection.ops.quote_name(name)}" for name in ROW_FIELDS)
-    order = ", ".join(
-        f"p.{name[1:]} DESC" if name.startswith("-") else f"p.{name}" for name in order_by
-    )
-    sql = _PAGE_WITH_CHILDREN.format(columns=columns, page=page_sql, order=order)
+_CHILDREN_SQL = """
+    SELECT spawned_by, key FROM sessions_app_session
+    WHERE spawned_by = ANY(%s) AND archived_at IS NULL
+    ORDER BY updated_at DESC, id
+"""
+
+
+def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
+    """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded with orjson."""
+    sql, params = queryset.values_list(*ROW_FIELDS).query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         raw_rows = cursor.fetchall()
-    make, loads, at = SessionRow._make, orjson.loads, _DELIVERY_CONTEXT
-    rows = []
-    for raw in raw_rows:
-        if isinstance(raw[at], str):
-            raw = (*raw[:at], loads(raw[at]), *raw[at + 1 :])
-        rows.append(make(raw))
-    return rows
+    loads, at = orjson.loads, _DELIVERY_CONTEXT
+    return [
+        (*raw[:at], loads(raw[at]), *raw[at + 1 :]) if isinstance(raw[at], str) else raw
+        for raw in raw_rows
+    ]
 
 
-def transcript_path(key: str) -> str:
-    """Where the transcript can be fetched: the JSONL export endpoint (api.md §3)."""
-    return f"/api/v1/sessions/{quote(key, safe=':@')}/transcript.jsonl"
+def transcript_path(session_id: str) -> str:
+    """Where the transcript can be fetched: the JSONL export, named by the sessionId as
+    OpenClaw's `<sessionId>.jsonl` file is (/api/v1/sessions/<key>/transcript.jsonl serves the
+    same export)."""
+    return f"/api/v1/transcripts/{quote(session_id, safe='')}.jsonl"
 
 
 def session_row(
@@ -172,10 +185,8 @@ def session_row(
     row["sessionId"] = str(session.session_id)
     if session.context_tokens is not None:
         row["contextTokens"] = session.context_tokens
-    row["totalTokens"] = (
-        session.total_tokens
-        if session.total_tokens is not None
-        else (session.input_tokens or 0) + (session.output_tokens or 0)
+    row["totalTokens"] = total_tokens_of(
+        session.total_tokens, session.input_tokens, session.output_tokens
     )
     if session.system_sent is not None:
         row["systemSent"] = session.system_sent
@@ -189,7 +200,7 @@ def session_row(
         ):
             if field in delivery:
                 row[name] = delivery[field]
-    row["transcriptPath"] = transcript_path(session.key)
+    row["transcriptPath"] = transcript_path(session.session_id)
     if session.spawned_by:
         row["spawnedBy"] = show(session.spawned_by)
         row["parentSessionKey"] = show(session.spawned_by)

@@ -274,5 +274,6 @@ def cap_messages(messages: list[dict], max_bytes: int = MAX_BYTES) -> tuple[list
     placeholder = {"role": "assistant", "content": TOO_LARGE_PLACEHOLDER}
     meta = kept[-1].get("__openclaw")
     if meta is not None:
-        placeholder["__openclaw"] = meta
+        # It keeps the source's position and id (9.6 §4.2), nothing else of it.
+        placeholder["__openclaw"] = {k: meta[k] for k in ("id", "seq") if k in meta}
     return [placeholder], True, 2 + json_bytes(placeholder)

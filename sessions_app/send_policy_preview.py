@@ -74,17 +74,28 @@ def preview(key_or_session: str | Session, config: SendPolicy) -> dict:
 
 
 def count_blocked(config: SendPolicy) -> int:
-    """How many active (not archived) sessions `config` would block right now.
+    """How many active (not archived) sessions `config` would block right now."""
+    return blocked_sessions(config, limit=0)[0]
+
+
+def blocked_sessions(
+    config: SendPolicy, rules: list[policy.Rule] | None = None, *, limit: int
+) -> tuple[int, list[dict]]:
+    """How many active (not archived) sessions `config` would block, and the first `limit` of
+    them (by key) with the rule that blocks each. `rules` replaces the saved rules (a dry run
+    of an unsaved rule set: `config` may then be an unsaved SendPolicy too).
 
     One pass over five columns with a server-side cursor where the database has one; the rules
     are loaded once. With the policy disabled only session overrides can deny, so SQL counts it.
     """
     active = Session.objects.active()
-    if not config.enabled:
-        return active.filter(send_policy=policy.DENY).count()
-    rules = config.rules_for_evaluate()
+    if not config.enabled and limit == 0:
+        return active.filter(send_policy=policy.DENY).count(), []
+    rules = config.rules_for_evaluate() if rules is None else rules
+    if limit:
+        active = active.order_by("key")  # the listed ones are the first by key
     rows = active.values_list("key", "channel", "last_channel", "chat_type", "send_policy")
-    blocked = 0
+    blocked, listed = 0, []
     for key, channel, last_channel, chat_type, override in rows.iterator(chunk_size=COUNT_CHUNK):
         decision = _decide(
             config,
@@ -95,9 +106,21 @@ def count_blocked(config: SendPolicy) -> int:
             chat_type=chat_type,
             override=override,
         )
-        if not decision.allowed:
-            blocked += 1
-    return blocked
+        if decision.allowed:
+            continue
+        blocked += 1
+        if len(listed) < limit:
+            index = decision.rule_index
+            listed.append(
+                {
+                    "key": key,
+                    "reason": decision.reason,
+                    "ruleNumber": index + 1 if index is not None else None,
+                    "channel": decision.channel,
+                    "chatType": decision.chat_type,
+                }
+            )
+    return blocked, listed
 
 
 def count_active() -> int:

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, NotFound
 
-from . import jsondepth, sanitize
+from . import jsondepth, sanitize, state_log
 from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session, live_hint, now_ms
 
 MAX_MESSAGES_PER_APPEND = 1000
@@ -421,8 +421,32 @@ def _write_entry(
     session.refresh_derived(settings)
     session.mark_changed("created" if created else "updated")
     session.save()
+    if created:
+        record_creation(session)
     live_hint(session.pk, session.change_reason)
     return session, created
+
+
+def record_creation(session: Session) -> None:
+    """The state log's `created` on a new session, and `child_spawned` on its parent."""
+    spawner = session.spawned_by
+    state_log.record(
+        session.pk,
+        "created",
+        actor_type="agent" if spawner else "system",
+        actor_id=spawner,
+        summary=f"Session {session.key} created" + (f" by {spawner}" if spawner else ""),
+    )
+    parent = Session.objects.filter(key=spawner).values_list("pk", flat=True).first()
+    if parent is not None:
+        state_log.record(
+            parent,
+            "child_spawned",
+            actor_type="agent",
+            actor_id=spawner,
+            summary=f"Spawned {session.key}",
+            lock=True,
+        )
 
 
 def check_spawned_by_unchanged(session: Session, fields: dict) -> None:
@@ -499,6 +523,23 @@ def set_send_policy(*, session: Session, policy: str | None) -> Session:
     )
     session.refresh_from_db(fields=["send_policy", "updated_at", "changed_ms", "change_reason"])
     return session
+
+
+def set_session_model(session: Session, model: str | None) -> bool:
+    """Set the model a session's runs use (`provider/model`; None clears the override), as
+    sessions.patch with expectedSessionId: refused when the session was replaced meanwhile.
+    Returns whether it changed; `session` is updated in place."""
+    model = model or ""
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    if session.model == model and session.model_provider == provider:
+        return False
+    updated = Session.objects.filter(session_id=session.session_id).update_changed(
+        [session.pk], "updated", model=model, model_provider=provider
+    )
+    if not updated:
+        raise InvalidArgument(f"Session {session.key} changed before patch. Retry.")
+    session.model, session.model_provider = model, provider
+    return True
 
 
 # --- transcript -----------------------------------------------------------------------------
@@ -640,7 +681,9 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
     if command is not None:
         return apply_send_command(session, messages, command)
     if not run:
-        first, last = append_to_session(session, messages)
+        with transaction.atomic():
+            first, last = append_to_session(session, messages)
+            record_human_message(session, messages)
         return {"appended": len(messages), "firstSeq": first, "lastSeq": last}
     # OpenClaw chat.send: the inbound message is kept whatever happens; the reply run is subject
     # to the send policy.
@@ -651,6 +694,7 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
 
     with transaction.atomic():
         first, last = append_to_session(session, messages)
+        record_human_message(session, messages)
         result = {"appended": len(messages), "firstSeq": first, "lastSeq": last}
         session.refresh_from_db(fields=["last_seq"])
         if not check_send(session).allowed:
@@ -664,6 +708,29 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
         )
     result["run"] = {"status": "accepted", "runId": str(started.pk)}
     return result
+
+
+def record_human_message(session: Session, messages: list[Message]) -> None:
+    """One `human_direct_message` state event for an ingested batch holding a person's message
+    (a user message not relayed from another session). The append holds the session's lock."""
+    from .search import message_text
+
+    human = [
+        m
+        for m in messages
+        if m.role == "user" and (m.provenance or {}).get("kind") != "inter_session"
+    ]
+    if not human:
+        return
+    sender = human[-1].extra.get("senderId") or human[-1].extra.get("senderName") or ""
+    text = " ".join(message_text(human[-1].content).split())
+    state_log.record(
+        session.pk,
+        "human_direct_message",
+        actor_type="human",
+        actor_id=sender if isinstance(sender, str) else "",
+        summary=sanitize.redact(text[:160])[0] or "(no text)",
+    )
 
 
 # --- the owner-only /send command (reference §6) ---------------------------------------------

@@ -7,8 +7,9 @@ Prefetch over whole transcripts (stack.md §7.2).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import reduce
 from operator import itemgetter, or_
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 from django.db import connection
 from django.db.models import Q, QuerySet
+
+from openclaw_common.dbstep import db_step
 
 from . import sanitize
 from .models import Message, Session
@@ -262,25 +265,40 @@ _CONTEXT_JSON_COLUMNS = tuple(
 )
 
 
-def exported(message: Message, *, raw: bool) -> dict:
-    data = message.to_transcript()
-    if raw or message.redact_needed is False:  # False: known to hold nothing credential-like
-        return data
-    return sanitize.redact_message(data)[0]
+EXPORT_BATCH = 1000
 
 
-def export_jsonl(session: Session, *, raw: bool = False, batch_size: int = 1000) -> Iterator[str]:
+def export_jsonl(
+    session: Session, *, raw: bool = False, batch_size: int = EXPORT_BATCH
+) -> Iterator[str]:
     """The transcript as OpenClaw JSONL (reference §8.3): a session header, then one `message`
-    entry per message chained by parentId. Streams in seq batches, so memory stays flat.
+    entry per message chained by parentId, compact JSON as OpenClaw writes it. Streams in seq
+    batches, so memory stays flat.
 
     Credential-like text is masked as in sessions_history (sanitize.redact_message) unless
     `raw`: the callers allow raw to operators only (API key of operator scope, the admin)."""
-    import json
-    from datetime import UTC, datetime
+    yield export_header(session)
+    cursor = ExportCursor(session.pk, raw=raw, batch_size=batch_size)
+    while (chunk := cursor.next_chunk()) is not None:
+        yield chunk
 
-    def iso(ms: int) -> str:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
 
+async def export_jsonl_async(
+    session: Session, *, raw: bool = False, batch_size: int = EXPORT_BATCH
+) -> AsyncIterator[str]:
+    """export_jsonl() for an ASGI response: each batch is read in a thread, so the first line
+    leaves before the rest is read and only one batch is in memory (Django buffers a sync
+    iterator whole under ASGI)."""
+    yield export_header(session)
+    cursor = ExportCursor(session.pk, raw=raw, batch_size=batch_size)
+    # Each page hands its connection back: a download of a million messages takes minutes and
+    # must not hold a pooled connection meanwhile (openclaw_common.dbstep).
+    next_chunk = db_step(cursor.next_chunk)
+    while (chunk := await next_chunk()) is not None:
+        yield chunk
+
+
+def export_header(session: Session) -> str:
     header = {
         "type": "session",
         "version": 3,
@@ -290,30 +308,45 @@ def export_jsonl(session: Session, *, raw: bool = False, batch_size: int = 1000)
     }
     if session.spawned_by:
         header["parentSession"] = session.spawned_by
-    yield json.dumps(header, ensure_ascii=False) + "\n"
-    parent = None
-    after = 0
-    while True:
-        batch = list(
-            Message.objects.filter(session=session, seq__gt=after).order_by("seq")[:batch_size]
+    return orjson.dumps(header).decode() + "\n"
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+class ExportCursor:
+    """Where an export is: the last seq written and the last entry id (the next parentId).
+    Each chunk is one index range scan by seq, read as values (no model instances)."""
+
+    def __init__(self, session_id: int, *, raw: bool, batch_size: int):
+        self.session_id, self.raw, self.batch_size = session_id, raw, batch_size
+        self.after = 0
+        self.parent: str | None = None
+
+    def next_chunk(self) -> str | None:
+        rows = message_rows(
+            Message.objects.filter(session_id=self.session_id, seq__gt=self.after).order_by("seq")[
+                : self.batch_size
+            ]
         )
-        if not batch:
-            return
+        if not rows:
+            return None
         lines = []
-        for message in batch:
-            entry_id = f"{message.seq:08x}"
-            lines.append(
-                json.dumps(
-                    {
-                        "type": "message",
-                        "id": entry_id,
-                        "parentId": parent,
-                        "timestamp": iso(message.timestamp),
-                        "message": exported(message, raw=raw),
-                    },
-                    ensure_ascii=False,
-                )
-            )
-            parent = entry_id
-        yield "\n".join(lines) + "\n"
-        after = batch[-1].seq
+        for row in rows:
+            entry_id = f"{row.seq:08x}"
+            data = Message.transcript_from_values(*row[:_TRANSCRIPT_WIDTH])
+            # redact_needed False: known to hold nothing credential-like.
+            if not self.raw and row.redact_needed is not False:
+                data = sanitize.redact_message(data)[0]
+            entry = {
+                "type": "message",
+                "id": entry_id,
+                "parentId": self.parent,
+                "timestamp": _iso(row.timestamp),
+                "message": data,
+            }
+            lines.append(orjson.dumps(entry))
+            self.parent = entry_id
+        self.after = rows[-1].seq
+        return b"\n".join(lines).decode() + "\n"

@@ -21,6 +21,8 @@ ACTIONS = {
     "list": ("Session list", "listing", "allow cross-agent visibility."),
     "history": ("Session history", "history", "allow cross-agent access."),
     "send": ("Session send", "messaging", "allow cross-agent sends."),
+    "search": ("Session search", "search", "allow cross-agent access."),
+    "status": ("Session status", "status", "allow cross-agent access."),
 }
 
 
@@ -100,13 +102,29 @@ def target_agent(key: str, default_agent: str = keys.DEFAULT_AGENT_ID) -> str:
     return default_agent if key in keys.RESERVED_KEYS else keys.agent_id_of(key)
 
 
+ACP_CHILD_MARK = ":acp:"
+
+
+def owned_acp_child(policy: Policy, *, key: str, spawned_by: str) -> bool:
+    """9.6 §2: an ACP child (`agent:<harness>:acp:<uuid>`) its requester spawned stays reachable
+    across agents under tree/all, even with agent-to-agent off (docs/acp.md)."""
+    return (
+        policy.visibility in ("tree", "all")
+        and not policy.restrict_to_spawned
+        and spawned_by == policy.requester_key
+        and ACP_CHILD_MARK in key
+    )
+
+
 def check(
     policy: Policy, *, target_key: str, target_spawned_by: str = "", action: str
 ) -> str | None:
     """The forbidden text for `action` on `target_key`, or None when it is visible."""
     prefix, noun, tail = ACTIONS[action]
     target = target_agent(target_key, policy.default_agent)
-    if target != policy.requester_agent:
+    if target != policy.requester_agent and not owned_acp_child(
+        policy, key=target_key, spawned_by=target_spawned_by
+    ):
         if policy.visibility != "all":
             return (
                 f"{prefix} visibility is restricted. Set tools.sessions.visibility=all "
@@ -144,8 +162,11 @@ def visible_q(policy: Policy, *, agent_ids: list[str] | None = None) -> Q:
         return own & Q(spawned_by=policy.requester_key)
     if policy.visibility == "self":
         return Q(key=policy.requester_key)
+    acp_children = Q(spawned_by=policy.requester_key, key__contains=ACP_CHILD_MARK)
     if policy.visibility == "tree":
-        return own & (Q(key=policy.requester_key) | Q(spawned_by=policy.requester_key))
+        return own & (Q(key=policy.requester_key) | Q(spawned_by=policy.requester_key)) | (
+            acp_children
+        )
     if policy.visibility == "agent":
         return own
     others = [
@@ -157,7 +178,7 @@ def visible_q(policy: Policy, *, agent_ids: list[str] | None = None) -> Q:
         # Every agent is visible: no filter at all, so the list walks the activity index instead
         # of sorting every visible session (an OR over agents defeats the index).
         return Q()
-    return own | Q(agent_id__in=others) if others else own
+    return own | Q(agent_id__in=others) | acp_children if others else own | acp_children
 
 
 def can_list(policy: Policy, *, key: str, agent_id: str, spawned_by: str) -> bool:
@@ -169,6 +190,8 @@ def can_list(policy: Policy, *, key: str, agent_id: str, spawned_by: str) -> boo
         return own and spawned_by == policy.requester_key
     if policy.visibility == "self":
         return key == policy.requester_key
+    if owned_acp_child(policy, key=key, spawned_by=spawned_by):
+        return True
     if policy.visibility == "tree":
         return own and (key == policy.requester_key or spawned_by == policy.requester_key)
     if policy.visibility == "agent" or own:

@@ -47,6 +47,8 @@ class Scripted:
 class FakeOpenAI:
     model: str = "fake-model"
     requests: list[Recorded] = field(default_factory=list)
+    # What GET /v1/models lists (OpenAI's {"object": "list", "data": [{"id", ...}]}).
+    models: list[str] = field(default_factory=lambda: ["fake-model"])
 
     def __post_init__(self):
         self._queue: collections.deque[Scripted] = collections.deque()
@@ -135,6 +137,14 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                fake.requests.append(Recorded(path=self.path, headers=headers, body=None))
+                if self.path.rstrip("/") != "/v1/models":
+                    return self.send(404, {"error": {"message": f"no route {self.path}"}})
+                data = [{"id": m, "object": "model", "owned_by": "fake"} for m in fake.models]
+                return self.send(200, {"object": "list", "data": data})
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)

@@ -3,7 +3,7 @@ keep the whole stack, and both get the security headers (openclaw_site/middlewar
 
 import pytest
 
-from openclaw_site.middleware import is_api_path
+from openclaw_site.middleware import is_api_path, is_api_request
 from tests.live import manage
 
 SECURITY_HEADERS = {
@@ -55,3 +55,17 @@ def test_pages_keep_the_whole_stack(demo_server):
 )
 def test_api_paths(path, root, api):
     assert is_api_path({"path": path, "root_path": root}) is api
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "api"),
+    [
+        ("/sessions/agent:main:main/history", [(b"authorization", b"Bearer x")], True),
+        ("/sessions/agent:main:main/history", [(b"accept", b"text/html")], False),
+        ("/sessions/agent:main:main/", [(b"authorization", b"Bearer x")], False),
+        ("/api/v1/agents/", [], True),
+    ],
+)
+def test_openclaws_history_path_with_a_key_is_served_as_the_api(path, headers, api):
+    # A browser's request there keeps the session middleware (it gets the transcript page).
+    assert is_api_request({"path": path, "root_path": "", "headers": headers}) is api

@@ -25,13 +25,24 @@ def test_agent_key_gets_the_demo_sessions_over_http(demo_server):
     )
     assert history.status == 200 and history.json()["result"]["details"]["messages"]
 
+    found = demo_server.request(
+        "POST",
+        "/tools/invoke",
+        body={"tool": "sessions_search", "args": {"query": "nightly build", "limit": 5}},
+        token=token,
+    )
+    (hit,) = found.json()["result"]["details"]["results"]
+    assert hit["sessionKey"] == "agent:main:discord:group:dev" and "nightly build" in hit["snippet"]
+    rest = demo_server.request("GET", "/api/v1/search/?q=nightly+build", token=token)
+    assert rest.status == 200 and rest.json()["results"][0]["snippet"] == hit["snippet"]
+
     agents = demo_server.request("POST", "/tools/invoke", body={"tool": "agents_list"}, token=token)
     assert [a["id"] for a in agents.json()["result"]["details"]["agents"]] == ["main", "research"]
 
     rest = demo_server.request(
         "GET", "/api/v1/sessions/agent%3Amain%3Amain/history/?limit=2", token=token
     )
-    assert rest.status == 200 and len(rest.json()["items"]) == 2
+    assert rest.status == 200 and len(rest.json()["messages"]) == 2
 
     assert (
         demo_server.request("POST", "/tools/invoke", body={"tool": "sessions_list"}).status == 401
@@ -73,7 +84,7 @@ def test_the_readme_orchestration_a_parent_two_children_one_answer(demo_server):
         )
         (answer,) = [
             m["content"][0]["text"]
-            for m in history.json()["items"]
+            for m in history.json()["messages"]
             if m["role"] == "assistant"
             and isinstance(m["content"], list)
             and m["content"][0].get("text", "").startswith("Both researchers are back")
@@ -96,3 +107,47 @@ def test_the_readme_orchestration_a_parent_two_children_one_answer(demo_server):
         assert {t["label"] for t in listed["tasks"]} >= {"sqlite", "postgresql"}
     finally:
         worker.stop()
+
+
+def test_the_readme_top_to_bottom_as_written(demo_server, tmp_path):
+    """Issue 17.5: every `sh` and `python` block of README.md, in order, unedited, against a
+    live server and worker (tests/readme_runner.py says what stands in for `make run`)."""
+    import json
+    from urllib.parse import urlsplit
+
+    from tests import readme_runner
+    from tests.conftest import admin_groups
+    from tests.live import child_env, start_worker
+
+    blocks = readme_runner.readme_blocks()
+    first_lines = {b.first_line for b in blocks}
+    assert set(readme_runner.NOT_RUN) <= first_lines, "a skipped block is no longer in README"
+    run = readme_runner.runnable(blocks)
+    assert len(run) >= 12
+
+    admin_groups()  # what `migrate` made and a transactional test's flush removed
+    worker = start_worker()
+    try:
+        port = urlsplit(demo_server.url).port
+        outputs = readme_runner.run_readme(port=port, env=child_env(), workdir=tmp_path)
+    finally:
+        worker.stop()
+
+    assert set(outputs) == {b.index for b in run}
+    for index, output in outputs.items():
+        bad = [code for code in readme_runner.statuses(output) if code >= 400]
+        assert not bad, f"README block {index} got HTTP {bad}:\n{output}"
+    text = "\n".join(outputs.values())
+    assert '"status": "ok"' in text or '"status":"ok"' in text  # the send got its reply
+    assert "agent:research:subagent:" in text  # the spawn, and the demo's own sub-agent
+    assert "conversations: 1" in text  # the MCP example
+    # The WebSocket example printed the subscription's answer before it was stopped.
+    assert "'type': 'res'" in text and "'ok': True" in text
+    sent = [b for b in run if "ask-research-1" in b.text]
+    assert sent, "the idempotencyKey example is gone from the README"
+    details = [
+        json.loads(line)["result"]["details"]
+        for line in outputs[sent[0].index].splitlines()
+        if line.startswith("{")
+    ]
+    assert details and details[0]["status"] == "accepted"

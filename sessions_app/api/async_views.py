@@ -4,7 +4,7 @@ run wait, and the small run resources beside them. Same edge as the rest of the 
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+from openclaw_common.dbstep import db_step
 
 from ..args import Args
 from ..runs import engine
@@ -15,11 +15,11 @@ from . import http
 from .tools_invoke import idempotency_key_of
 
 MAX_WAIT_SECONDS = 600
-SEND_BODY = frozenset({"message", "timeoutSeconds", "idempotencyKey"})
+SEND_BODY = frozenset({"message", "timeoutSeconds", "idempotencyKey", "mode", "watch"})
 
 
 async def requester_of(request):
-    return await sync_to_async(http.requester)(request.api_key, request)
+    return await db_step(http.requester)(request.api_key, request)
 
 
 @http.endpoint("POST")
@@ -38,7 +38,7 @@ async def session_send(request, key: str):
 @http.endpoint("GET")
 async def run_detail(request, run_id):
     requester = await requester_of(request)
-    run = await sync_to_async(get_run_for)(requester, run_id)
+    run = await db_step(get_run_for)(requester, run_id)
     return http.json_response(run_as_dict(run, settings=requester.key_settings))
 
 
@@ -48,7 +48,7 @@ async def run_wait(request, run_id):
     a = Args(dict(request.GET.items()), frozenset({"timeout"}), tool="wait")
     timeout = min(a.integer("timeout", minimum=0, default=30), MAX_WAIT_SECONDS)
     requester = await requester_of(request)
-    run = await sync_to_async(get_run_for)(requester, run_id)
+    run = await db_step(get_run_for)(requester, run_id)
     run = await wait_for_run(run.pk, timeout) or run
     body = run_as_dict(run, settings=requester.key_settings)
     if run.finished:
@@ -59,9 +59,9 @@ async def run_wait(request, run_id):
 @http.endpoint("POST")
 async def run_abort(request, run_id):
     requester = await requester_of(request)
-    run = await sync_to_async(get_run_for)(requester, run_id)
-    aborted = await sync_to_async(engine.abort_run)(run)
-    run = await sync_to_async(get_run_for)(requester, run_id)
+    run = await db_step(get_run_for)(requester, run_id)
+    aborted = await db_step(engine.abort_run)(run)
+    run = await db_step(get_run_for)(requester, run_id)
     return http.json_response(
         {**run_as_dict(run, settings=requester.key_settings), "aborted": aborted}
     )

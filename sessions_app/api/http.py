@@ -15,13 +15,13 @@ import functools
 import json
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, ToolError, Unauthenticated
 
 from ..identity import Requester, authenticate, requester_for
@@ -45,6 +45,7 @@ ERROR_TYPES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     429: "rate_limited",
+    502: "bad_gateway",
     503: "unavailable",
 }
 
@@ -189,7 +190,7 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                 async with ratelimit.before_auth(authorization) as busy:  # 429, no lookup
                     if busy is not None:
                         return busy
-                    request.api_key = await sync_to_async(authenticate)(authorization)
+                    request.api_key = await db_step(authenticate)(authorization)
                     async with ratelimit.admitted(request.api_key) as refused:  # 429
                         if refused is not None:
                             return refused

@@ -10,6 +10,7 @@ tests/sessions_app/test_api_schema.py checks that every public route is here.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -21,6 +22,7 @@ from .. import store
 from ..tools import TOOLS, shapes
 from ..tools import declaration as decl
 from ..tools.shapes import BOOLEAN, INTEGER, STRING, array, obj
+from . import policy_schema
 
 JSON = dict[str, Any]
 
@@ -124,13 +126,12 @@ TOOL_RESULT = obj(
 HISTORY_PAGE = obj(
     {
         "sessionKey": STRING,
-        "items": array(ref("Message"), "Oldest first."),
-        "messages": array(ref("Message"), "The same list as items."),
+        "messages": array(ref("Message"), "Oldest first."),
         "hasMore": BOOLEAN,
         "nextCursor": {"type": "string", "description": "Pass as cursor for older messages."},
         **shapes.HISTORY_FLAGS,
     },
-    ("sessionKey", "items", "messages", "hasMore", *shapes.HISTORY_FLAG_NAMES),
+    ("sessionKey", "messages", "hasMore", *shapes.HISTORY_FLAG_NAMES),
 )
 
 APPENDED = obj(
@@ -167,8 +168,10 @@ AGENT = obj(
         "model": STRING,
         "backend": obj(
             {"type": {"type": "string", "enum": ["scripted", "openai"]}},
-            description='{"type": "scripted", "rules"?, "delayMs"?} or '
-            '{"type": "openai", "baseUrl", "model", "apiKeyEnv"?}',
+            description='{"type": "scripted", "rules"?, "delayMs"?, "models"?} or '
+            '{"type": "openai", "baseUrl", "model", "apiKeyEnv"?, "models"?, '
+            '"refreshModels"?}; models: the ids it serves besides model (its catalog, '
+            "shown by agents_list); refreshModels: add what its /v1/models lists.",
         ),
         "subagents": obj({"allowAgents": array(STRING)}),
         "sandboxed": BOOLEAN,
@@ -188,13 +191,18 @@ def _setting_schema(setting: config_mod.Setting) -> JSON:
         schema = {"type": "string", "enum": list(setting.choices)}
     elif setting.kind == "list":
         schema = {"type": "array", "items": {"type": "string"}, "maxItems": 100}
+    elif setting.kind == "json":
+        schema = dict(setting.shape or {"type": "object"})
     else:
         schema = {"type": "string"}
     return {**schema, "description": setting.help} if setting.help else schema
 
 
 CONFIG = obj(
-    {s.path: _setting_schema(s) for s in config_mod.SETTINGS},
+    {
+        **{s.path: _setting_schema(s) for s in config_mod.SETTINGS},
+        config_mod.SEND_POLICY: policy_schema.OPENCLAW_VALUE,
+    },
     description="The gateway settings by their OpenClaw config path.",
 )
 
@@ -212,6 +220,7 @@ def components() -> dict[str, JSON]:
         "Appended": APPENDED,
         "AbortResult": ABORT_RESULT,
         "ToolResult": TOOL_RESULT,
+        **policy_schema.COMPONENTS,
     }
     for tool in TOOLS:
         schemas[args_component(tool.name)] = tool.declaration.parameters()
@@ -239,6 +248,7 @@ ERRORS = {
     413: "The body is over the size limit.",
     415: "A body that is not application/json.",
     429: "Over the key's request or concurrency limit; retry after Retry-After seconds.",
+    502: "A backend this request reads (a model list) could not be read; the message says why.",
     503: "The database is busy or unreachable; retry after Retry-After seconds.",
 }
 # What every authenticated endpoint can answer whatever it does.
@@ -267,8 +277,11 @@ REQUESTER_HEADER = OpenApiParameter(
 )
 
 
-def query_parameters(declaration: decl.Declaration) -> list[OpenApiParameter]:
-    """A tool's arguments as query parameters (a REST list endpoint takes them so)."""
+def query_parameters(
+    declaration: decl.Declaration, *, rename: dict[str, str] | None = None
+) -> list[OpenApiParameter]:
+    """A tool's arguments as query parameters (a REST list endpoint takes them so); `rename`
+    gives some a shorter name in the query string (`q` for `query`)."""
     found = []
     for param in declaration.params:
         if not param.advertised:
@@ -278,7 +291,7 @@ def query_parameters(declaration: decl.Declaration) -> list[OpenApiParameter]:
             schema["type"] = "integer"  # a query string holds whole numbers
         found.append(
             OpenApiParameter(
-                param.name,
+                (rename or {}).get(param.name, param.name),
                 type=schema,
                 location=OpenApiParameter.QUERY,
                 required=param.required,
@@ -360,6 +373,39 @@ SESSION_PATCH = {
     "minProperties": 1,
     "additionalProperties": False,
 }
+
+# The sessions tool's operations over REST (api/manage_views.py).
+SESSION_MANAGE_PATCH = {
+    "type": "object",
+    "description": "The sessions tool's patch fields (9.6 §2.3); not combinable with "
+    "displayName, verboseLevel or reasoningLevel.",
+    "properties": {
+        **{name: {"type": "string"} for name in ("label", "icon", "color", "statusNote")},
+        **{name: {"type": "string"} for name in ("model", "thinkingLevel", "attention")},
+        "group": {"type": ["string", "null"]},
+        "ttlMinutes": {"type": "integer", "minimum": 1, "maximum": 120},
+        "pinned": {"type": "boolean"},
+        "archived": {"type": "boolean"},
+        "sendPolicy": {"type": "string", "enum": ["allow", "deny", "inherit"]},
+        "expectedSessionId": {"type": "string"},
+    },
+    "minProperties": 1,
+    "additionalProperties": False,
+}
+RESET_BODY = obj(
+    {
+        "expectedSessionId": {"type": "string"},
+        "reason": {"type": "string", "enum": ["new", "reset"]},
+    },
+    description="Optional.",
+)
+GROUPS_PUT_BODY = obj(
+    {"names": array({"type": "string", "minLength": 1, "maxLength": 512})}, ("names",)
+)
+GROUP_RENAME_BODY = obj({"name": STRING, "to": STRING}, ("name", "to"))
+GROUP_NAME_PATH = OpenApiParameter(
+    "name", str, OpenApiParameter.PATH, description="The group's name, URL-encoded."
+)
 
 APPEND_BODY = obj(
     {
@@ -456,6 +502,12 @@ SEND_BODY = obj(
             "maxLength": 256,
             "description": "A repeated key returns the first call's run (or Idempotency-Key).",
         },
+        "mode": {
+            "type": "string",
+            "enum": ["followup", "steer", "notify", "resume"],
+            "description": "As sessions_send's mode (OpenClaw 9.6).",
+        },
+        "watch": {"type": "boolean", "description": "As sessions_send's watch."},
     },
     ("message",),
 )
@@ -573,9 +625,33 @@ def plain_views() -> dict[str, dict[str, JSON]]:
     }
 
 
+OPENCLAW_HISTORY_PATH = "/sessions/{sessionKey}/history"
+
+
+def openclaw_history(api_history: JSON) -> JSON:
+    """OpenClaw's `GET /sessions/{sessionKey}/history`: the /api/v1/ history operation at
+    OpenClaw's address (api/openclaw_paths.py serves it with the same view)."""
+    operation = copy.deepcopy(api_history)
+    operation["operationId"] = "openclaw_sessions_history"
+    operation["summary"] = "Read a page of a session's transcript at OpenClaw's path"
+    operation["description"] = (
+        "OpenClaw's gateway path for /api/v1/sessions/{key}/history/, answered the same way to "
+        "an API client (an Authorization header, or an Accept header preferring "
+        "application/json or text/event-stream). A browser gets the transcript page here. "
+        + operation.get("description", "")
+    )
+    for parameter in operation.get("parameters", []):
+        if parameter.get("in") == "path" and parameter.get("name") == "key":
+            parameter["name"] = "sessionKey"
+    return operation
+
+
 def add_plain_views(result: JSON, generator, request, public) -> JSON:
     """drf-spectacular postprocessing hook: the components and the plain async views."""
     result.setdefault("components", {}).setdefault("schemas", {}).update(components())
     result["paths"] = {**result.get("paths", {}), **plain_views()}
+    api_history = result["paths"].get("/api/v1/sessions/{key}/history/", {}).get("get")
+    if api_history is not None:
+        result["paths"][OPENCLAW_HISTORY_PATH] = {"get": openclaw_history(api_history)}
     result["paths"] = dict(sorted(result["paths"].items()))
     return result

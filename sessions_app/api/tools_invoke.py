@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
+from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, Refusal
 
 from ..jsontext import dumps_pretty
@@ -23,10 +22,16 @@ BODY_FIELDS = frozenset(
     {"tool", "args", "sessionKey", "agentId", "idempotencyKey", "action", "dryRun"}
 )
 MAX_FIELD_LENGTH = 256
+IDEMPOTENCY_KEY_PLACE = (
+    "idempotencyKey goes at the top level of the body, beside tool and args (or in an "
+    "Idempotency-Key header), not inside args"
+)
 
 
 def tool_result(details: dict) -> dict:
-    text = dumps_pretty(details)
+    # A tool that writes its own text (session_status's card) is shown as that text, as 9.6.
+    status_text = details.get("statusText")
+    text = status_text if isinstance(status_text, str) else dumps_pretty(details)
     return {"ok": True, "result": {"content": [{"type": "text", "text": text}], "details": details}}
 
 
@@ -48,6 +53,9 @@ def read_invocation(body: dict, request) -> Invocation:
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("tool is required (a tool name string)")
     check_optional_fields(body)
+    args = body.get("args")
+    if isinstance(args, dict) and "idempotencyKey" in args:
+        raise InvalidArgument(IDEMPOTENCY_KEY_PLACE)
     tool = TOOLS.get(name.strip())
     return Invocation(
         tool=tool.name,
@@ -80,7 +88,7 @@ def idempotency_key_of(request, body: dict) -> str | None:
 async def tools_invoke(request):
     """Async, so sessions_send can wait for its reply without holding a thread."""
     call = read_invocation(http.read_json_object(request), request)
-    requester = await sync_to_async(http.requester)(
+    requester = await db_step(http.requester)(
         request.api_key, request, session_key=call.session_key, agent_id=call.agent_id
     )
     try:

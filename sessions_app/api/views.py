@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,22 +13,25 @@ from openclaw_common.errors import Forbidden, InvalidArgument
 
 from .. import agents as agents_mod
 from .. import config as config_mod
-from .. import store, transcript
+from .. import store
 from ..args import Args
 from ..identity import Requester
+from ..jsonl_export import jsonl_response
 from ..live import sse
 from ..live.subscribers import Followed
 from ..models import ApiKey, GatewayConfig
-from ..resolve import resolve_session
+from ..resolve import resolve_session, resolve_session_id
 from ..rows import session_row
 from ..runs import control
 from ..tools import agents_list as agents_list_tool
+from ..tools import session_status as session_status_tool
 from ..tools import sessions_list as sessions_list_tool
+from ..tools import sessions_search as sessions_search_tool
 from ..tools.agents_list import agents_list
 from ..tools.sessions_history import MAX_LIMIT, history_page
 from ..tools.sessions_list import sessions_list
 from ..tools.sessions_spawn import sessions_spawn
-from . import http
+from . import http, manage_views
 from .drf import FastJSONRenderer, json_body
 from .schema import (
     ABORT_BODY,
@@ -37,6 +39,7 @@ from .schema import (
     INGEST_ENTRY,
     REQUESTER_HEADER,
     SESSION_KEY_PATH,
+    SESSION_MANAGE_PATCH,
     SESSION_PATCH,
     operation,
     query_parameters,
@@ -139,19 +142,43 @@ class SessionDetailView(APIView):
         **operation(
             "sessions_patch",
             "Change a session (sessions.patch)",
-            description="OpenClaw sessions.patch (ingest or operator scope): label, "
-            "displayName, model, thinkingLevel, verboseLevel, reasoningLevel, sendPolicy "
-            '("allow" | "deny" | "inherit" | null).',
-            parameters=[SESSION_KEY_PATH],
-            request=SESSION_PATCH,
-            response=ref("SessionRow"),
-            errors=(404, 413, 415),
+            description="OpenClaw sessions.patch. Two bodies: (1) label, displayName, model, "
+            "thinkingLevel, verboseLevel, reasoningLevel, sendPolicy "
+            '("allow" | "deny" | "inherit" | null) with an ingest or operator key, answered '
+            "with the session's row; (2) any of the sessions tool's fields (icon, color, group, "
+            "statusNote, attention, ttlMinutes, pinned, archived, expectedSessionId, with label, "
+            "model, thinkingLevel, sendPolicy) with an operator or agent key that may manage "
+            "the session, answered with the tool's patch result. Archiving or restoring needs "
+            "expectedSessionId.",
+            parameters=[SESSION_KEY_PATH, REQUESTER_HEADER],
+            request={"oneOf": [SESSION_PATCH, SESSION_MANAGE_PATCH]},
+            response=OpenApiResponse(
+                {"oneOf": [ref("SessionRow"), ref("SessionsResult")]},
+                description="The row (body 1) or the patch result (body 2).",
+            ),
+            errors=(403, 404, 413, 415),
             tags=("sessions",),
         )
     )
     def patch(self, request, key: str):
-        session = store.patch_session(api_key=request.auth, key=key, changes=json_body(request))
+        body = json_body(request)
+        if isinstance(body, dict) and any(name in MANAGE_ONLY for name in body):
+            return manage_views.manage_patch(request, key, body)
+        session = store.patch_session(api_key=request.auth, key=key, changes=body)
         return Response(_row(session, GatewayConfig.load().key_settings))
+
+    @extend_schema(**manage_views.DELETE_SCHEMA)
+    def delete(self, request, key: str):
+        return manage_views.delete_session(request, key)
+
+
+# Fields only the sessions tool's patch knows: a body with any of them takes that path.
+MANAGE_ONLY = frozenset(manage_views.PATCH_BODY_NAMES) - {
+    "label",
+    "model",
+    "thinkingLevel",
+    "sendPolicy",
+}
 
 
 class SessionHistoryView(APIView):
@@ -226,7 +253,8 @@ class SessionHistoryView(APIView):
     def body(display_key: str, page: dict) -> dict:
         body = {
             "sessionKey": display_key,
-            "items": page["messages"],
+            # One list, under the name the sessions_history tool and chat.history use (the
+            # reference's gateway endpoint also repeats it as `items`; ours does not).
             "messages": page["messages"],
             "hasMore": page["hasMore"],
             **page["flags"],
@@ -328,20 +356,44 @@ class TranscriptView(APIView):
             tags=("sessions",),
         )
     )
-    def get(self, request, key: str):
+    def get(self, request, key: str = "", session_id: str = ""):
         raw = Args(query_args(request), {"raw"}, tool="this endpoint").boolean("raw")
         if raw and request.auth.scope != ApiKey.OPERATOR:
             raise Forbidden(
                 "raw=1 needs an API key of operator scope; without it credential-like text is "
                 "masked, as in sessions_history"
             )
-        session = resolve_session(requester_of(request), key, action="history")
-        response = StreamingHttpResponse(
-            transcript.export_jsonl(session, raw=raw),
-            content_type="application/x-ndjson; charset=utf-8",
+        requester = requester_of(request)
+        if session_id:  # /api/v1/transcripts/<sessionId>.jsonl, where transcriptPath points
+            session = resolve_session_id(requester, session_id, action="history")
+        else:
+            session = resolve_session(requester, key, action="history")
+        return jsonl_response(
+            request, session, raw=raw, filename=str(session.session_id), attachment=False
         )
-        response["Content-Disposition"] = f'inline; filename="{session.session_id}.jsonl"'
-        return response
+
+
+class TranscriptBySessionIdView(TranscriptView):
+    @extend_schema(
+        **operation(
+            "transcripts_retrieve",
+            "Download a transcript as JSONL, by sessionId (transcriptPath)",
+            description="The same export as /api/v1/sessions/{key}/transcript.jsonl, named as "
+            "OpenClaw names the file: `<sessionId>.jsonl`. A session row's transcriptPath.",
+            parameters=[
+                OpenApiParameter(
+                    "session_id", str, OpenApiParameter.PATH, description="The sessionId."
+                ),
+                REQUESTER_HEADER,
+                RAW_PARAM,
+            ],
+            response={(200, "application/x-ndjson"): {"type": "string"}},
+            errors=(404,),
+            tags=("sessions",),
+        )
+    )
+    def get(self, request, session_id: str):
+        return super().get(request, session_id=session_id)
 
 
 class SpawnView(APIView):
@@ -360,6 +412,68 @@ class SpawnView(APIView):
     )
     def post(self, request):
         return Response(sessions_spawn(requester=requester_of(request), args=json_body(request)))
+
+
+STATUS_ARGS = frozenset({"changesSince"})
+
+
+class SessionStatusView(APIView):
+    @extend_schema(
+        **operation(
+            "session_status",
+            "A session's status card and state version (session_status)",
+            description="session_status for the session in the path; changesSince lists the "
+            "state events after that version. (Setting the model is a PATCH of the session.)",
+            parameters=[
+                SESSION_KEY_PATH,
+                REQUESTER_HEADER,
+                *[
+                    p
+                    for p in query_parameters(session_status_tool.DECLARATION)
+                    if p.name in STATUS_ARGS
+                ],
+            ],
+            response=ref("SessionStatusResult"),
+            errors=(404,),
+            tags=("sessions",),
+        )
+    )
+    def get(self, request, key: str):
+        args = query_args(request)
+        Args(args, STATUS_ARGS, tool="session status")
+        return Response(
+            session_status_tool.session_status(
+                requester=requester_of(request), args={**args, "sessionKey": key}
+            )
+        )
+
+
+class SearchView(APIView):
+    @extend_schema(
+        **operation(
+            "sessions_search",
+            "Search the transcripts you can see (sessions_search)",
+            description=sessions_search_tool.DECLARATION.description
+            + " Query parameters are the tool's arguments (q is query). A session you may not"
+            " see is a 403, one that does not exist a 404.",
+            parameters=[
+                REQUESTER_HEADER,
+                *query_parameters(sessions_search_tool.DECLARATION, rename={"query": "q"}),
+            ],
+            response=ref("SessionsSearchResult"),
+            errors=(404,),
+            tags=("sessions",),
+        )
+    )
+    def get(self, request):
+        args = query_args(request)
+        if "q" in args:
+            if "query" in args:
+                raise InvalidArgument("q and query cannot be used together")
+            args["query"] = args.pop("q")
+        return Response(
+            sessions_search_tool.sessions_search(requester=requester_of(request), args=args)
+        )
 
 
 class AgentsView(APIView):
@@ -419,8 +533,9 @@ class ConfigView(APIView):
         **operation(
             "config_patch",
             "Change gateway settings (operator)",
-            description="Any subset of the settings by their OpenClaw path; unknown paths and "
-            "out-of-range values are a 400 and nothing is changed.",
+            description="Any subset of the settings by their OpenClaw path; null resets one to "
+            "its default. Unknown paths and out-of-range values are a 400 and nothing is "
+            "changed. session.sendPolicy edits the rows of /api/v1/policies/.",
             request=ref("Config"),
             response=ref("Config"),
             errors=(413, 415),

@@ -38,7 +38,7 @@ from ..identity import authenticate, requester_for, requester_for_user
 from ..models import ApiKey
 from ..resolve import canonical_for, resolve_session
 from ..tools import TOOLS
-from . import limits
+from . import chat_history, limits, session_reads, session_rpcs
 from .hub import Hub
 from .subscribers import Close, Event, Followed, Subscriber
 
@@ -276,9 +276,8 @@ class Connection:
         if method == "connect":
             return await self.connect(params)
         if self.subscriber.requester is None:
-            raise RequestError(
-                "unauthorized", "authenticate first: send connect with params.auth.token"
-            )
+            # The API's one 401 text (a connect frame's params.auth.token is the other way in).
+            raise RequestError("unauthorized", Unauthenticated.TEXT)
         handler = METHODS.get(method)
         if handler is None:
             raise RequestError("unknown_method", f"unknown method: {method}")
@@ -290,7 +289,7 @@ class Connection:
             auth = params.get("auth")
             token = auth.get("token") if isinstance(auth, dict) else None
             if not isinstance(token, str) or not token:
-                raise RequestError("unauthorized", "params.auth.token must be an API key")
+                raise RequestError("unauthorized", Unauthenticated.TEXT)
             session_key = params.get("sessionKey")
             if session_key is not None and not isinstance(session_key, str):
                 raise InvalidArgument("sessionKey must be a string")
@@ -367,12 +366,25 @@ def tool_rpc(name: str):
     return call
 
 
+def sync_rpc(fn):
+    """A session_rpcs method: its ORM work runs off the loop."""
+
+    async def call(connection: Connection, params: dict) -> dict:
+        return await in_thread(fn)(connection.subscriber.requester, params)
+
+    return call
+
+
 METHODS = {
+    **{name: sync_rpc(fn) for name, fn in session_rpcs.RPCS.items()},
+    **{name: sync_rpc(fn) for name, fn in session_reads.READ_RPCS.items()},
     "sessions.subscribe": Connection.sessions_subscribe,
     "sessions.unsubscribe": Connection.sessions_unsubscribe,
     "sessions.messages.subscribe": Connection.messages_subscribe,
     "sessions.messages.unsubscribe": Connection.messages_unsubscribe,
     **{t.declaration.rpc: tool_rpc(t.name) for t in TOOLS if t.declaration.rpc},
+    # sessions_history's RPC, plus 9.6's deltaCursor (live/chat_history.py).
+    "chat.history": sync_rpc(chat_history.chat_history),
 }
 
 

@@ -2,7 +2,7 @@
 page, then every appended message, as Server-Sent Events (reference §3.5, docs/live.md).
 
     retry: 1000
-    event: history        {sessionKey, items, messages, hasMore, nextCursor?, ...flags}
+    event: history        {sessionKey, messages, hasMore, nextCursor?, ...flags}
     id: <seq>
     event: message        {sessionKey, messageSeq, message}
     event: subagent       {sessionKey, childSessionKey, taskId, label, state, status, ...}
@@ -24,6 +24,7 @@ import orjson
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
+from openclaw_common.dbstep import release_connection
 from openclaw_common.errors import InvalidArgument
 
 from ..identity import Requester
@@ -80,6 +81,10 @@ def history_stream(
     history: dict | None,
 ) -> StreamingHttpResponse:
     subscriber = Subscriber(requester, api_key_id=api_key_id)
+    # The view's queries are done and the stream reads nothing itself (the hub has its own
+    # thread and connection): without this, every open stream would keep a pooled connection
+    # until it ends (openclaw_common.dbstep).
+    release_connection()
     response = StreamingHttpResponse(
         _events(subscriber, followed, history), content_type=MEDIA_TYPE
     )

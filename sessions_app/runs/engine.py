@@ -34,9 +34,9 @@ from django.utils import timezone
 from openclaw_common import taskqueue
 from openclaw_common.errors import Refusal, ToolError
 
-from .. import rawsql, store
+from .. import rawsql, state_log, store
 from ..identity import requester_for_session
-from ..models import Agent, Run, Session
+from ..models import Agent, GatewayConfig, Run, Session
 from . import completions, flows, lanes, notify, outage
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
 from .chain import Chain, current_run
@@ -294,8 +294,18 @@ _turn_notes: contextvars.ContextVar[dict[str, str] | None] = contextvars.Context
 
 def _run_turn(run: Run) -> TurnOutput:
     session = run.session
+    from ..acp import runtime as acp_runtime
+
+    if acp_runtime.is_acp_session(session.key):
+        # An ACP harness, not a model: it streams into the transcript itself (docs/acp.md).
+        return acp_runtime.run_turn(run, check_abort=abort_checker(run))
     agent: Agent = session.agent
+    from ..send_modes import take_notifications
     from .tool_specs import tools_for
+
+    # sessions_send mode=notify queued these for this turn (9.6 §4.3): context, not a request.
+    notes = take_notifications(session.pk)
+    extra_system_prompt = "\n\n".join(p for p in (run.extra_system_prompt, notes) if p)
 
     turn = TurnInput(
         session_key=session.key,
@@ -304,12 +314,13 @@ def _run_turn(run: Run) -> TurnOutput:
         model=run.model or session.model,
         backend=agent.backend or {"type": "scripted"},
         messages=recent_messages(session, up_to=run.input_seq),
-        extra_system_prompt=run.extra_system_prompt,
+        extra_system_prompt=extra_system_prompt,
         tools=tools_for(
             agent.tools_allow,
             agent.tools_deny,
             is_subagent=session.spawn_depth > 0,
             orchestrator=is_orchestrator(session),
+            subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
         ),
     )
     return get_backend(turn.backend).run(
@@ -357,10 +368,18 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
     """A tool call made by the run's agent, as its own session, extending the run's chain.
     Refusals and bad arguments come back to the model as {status, error} results."""
     from ..tools import TOOLS
+    from .tool_specs import subagent_may_call
 
+    requester = requester_for_session(run.session)
+    if run.session.spawn_depth and not subagent_may_call(requester.config.subagent_tools, name):
+        # A script, or a model naming a tool it was not offered, is held to the same setting.
+        return {
+            "status": "forbidden",
+            "error": f"{name} is not allowed for sub-agents (tools.subagents.tools)",
+        }
     token = current_run.set(run)
     try:
-        details = TOOLS.call(name, requester=requester_for_session(run.session), args=arguments)
+        details = TOOLS.call(name, requester=requester, args=arguments)
         notes = _turn_notes.get()
         if notes is not None and details.get("status") == "yielded":
             notes["acknowledgment"] = str(details.get("acknowledgment") or "")
@@ -449,6 +468,7 @@ def complete_run(run: Run, output: TurnOutput) -> str:
             usage = output.usage or None
             if not store.finish_run_with_reply(run, messages, reply=output.reply, usage=usage):
                 return "discarded"
+            record_run_end(run, Run.OK)
             # Before after_finish(): on-commit callbacks run in order, so the waiter's hint goes
             # out before the follow-up runs are enqueued.
             taskqueue.after_commit(notify.run_finished, run.id)
@@ -466,11 +486,42 @@ def finish_run(run: Run, status: str, *, error: str = "") -> bool:
             sessions = lock_sessions(run)
             if not run.mark_finished(status, error=error):
                 return False
+            record_run_end(run, status, error=error)
             taskqueue.after_commit(notify.run_finished, run.id)
             after_finish(run, sessions)
         return True
 
     return retrying(finish)
+
+
+# A finished run in the state log's words (9.6 §2.2 payload.outcome).
+_OUTCOMES = {Run.ERROR: "error", Run.TIMEOUT: "timeout", Run.ABORTED: "cancelled"}
+
+
+def record_run_end(run: Run, status: str, *, error: str = "") -> None:
+    """`run_completed` / `run_failed` in the session's state log, in the finishing transaction
+    (which holds the session's lock)."""
+    agent = run.session.agent_id
+    if status == Run.OK:
+        state_log.record(
+            run.session_id,
+            "run_completed",
+            actor_type="agent",
+            actor_id=agent,
+            run_id=run.id,
+            summary=f"Run {run.kind} completed",
+        )
+        return
+    outcome = _OUTCOMES.get(status, "error")
+    state_log.record(
+        run.session_id,
+        "run_failed",
+        actor_type="agent",
+        actor_id=agent,
+        run_id=run.id,
+        summary=f"Run {run.kind} {outcome}" + (f": {error}" if error else ""),
+        payload={"outcome": outcome},
+    )
 
 
 def abort_run(run: Run) -> bool:
@@ -497,3 +548,8 @@ def after_finish(run: Run, sessions: dict[str, Session]) -> None:
             taskqueue.after_commit(followups.append, ready)
         else:
             taskqueue.after_commit(enqueue, ready)
+    if (run.session.extra or {}).get("archiveAfterRun"):
+        # The session archived itself during this run (the sessions tool defers it).
+        from .. import session_admin
+
+        taskqueue.after_commit(session_admin.archive_scheduled, run.session_id)

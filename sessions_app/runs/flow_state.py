@@ -35,6 +35,9 @@ _JSON_KEYS = {
     "completion_target": "completionTarget",
     "expects_completion": "expectsCompletionMessage",
     "yield_note": "yieldNote",
+    "runtime": "runtime",
+    "cwd": "cwd",
+    "stream_to": "streamTo",
 }
 
 A2A, SPAWN, SUBAGENT_ANNOUNCE = "a2a", "spawn", "subagent_announce"
@@ -66,6 +69,9 @@ class Flow:
     completion_target: str | None = None  # spawn: "parent" = a private completion turn
     expects_completion: bool | None = None  # spawn: False = a quiet run, no completion turn
     yield_note: str | None = None  # a yielded turn's message for the turn that resumes it
+    runtime: str | None = None  # spawn: "acp" for an ACP harness child (None: a sub-agent)
+    cwd: str | None = None  # spawn, acp: the session's working directory (resolved)
+    stream_to: str | None = None  # spawn, acp: "parent" also streams progress to the requester
 
     @classmethod
     def a2a(

@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from openclaw_common import keys
+
 from .. import store
 from ..delivery import enqueue_delivery
 from ..models import GatewayConfig, Message, Run, Session
@@ -44,7 +46,13 @@ def after_finish(run: Run, known: dict[str, Session]) -> list[FollowUp]:
         # The requester's completion turn first: it is what the parent waits for. A stopped
         # tree announces nothing.
         turns = completions.task_ended(run, flow, known)
-        return turns if completions.dismissing.get() else [*turns, _spawn_announce(run, flow)]
+        if completions.dismissing.get():
+            return turns
+        if flow.runtime == "acp":
+            # A harness has no announce step to run: its report goes to the requester as is.
+            _report_to_requester(run.session, flow, spawn_outcome(run), "(none)", run, known)
+            return turns
+        return [*turns, _spawn_announce(run, flow)]
     if flow.type == SUBAGENT_ANNOUNCE:
         _spawn_after_announce(run, flow, known)
     elif run.kind == "ingest":
@@ -61,6 +69,10 @@ def _reply_of(run: Run) -> str:
 
 def _a2a_after_primary(run: Run, flow: Flow, known: dict[str, Session]) -> list[FollowUp]:
     webhooks.finished(run, kind="send", requester=session_by_key(flow.requester or "", known))
+    if _is_acp(flow.target or ""):
+        # 9.6 §1.12: no reply flow with an ACP session (each step or announce turn would run
+        # the harness again); the requester has the reply.
+        return []
     reply = _reply_of(run)
     if not reply:
         return []  # no reply: no ping-pong and no announce (reference §4.5 step 1)
@@ -72,6 +84,11 @@ def _a2a_after_step(run: Run, flow: Flow, known: dict[str, Session]) -> list[Fol
     if not reply or reply == REPLY_SKIP:
         return _a2a_announce(run, flow, known)
     return _a2a_next(run, replace(flow, latest=reply), known)
+
+
+def _is_acp(key: str) -> bool:
+    parsed = keys.parse_agent_key(key)
+    return parsed is not None and parsed[1].startswith("acp:")
 
 
 def session_by_key(key: str, known: dict[str, Session]) -> Session | None:
@@ -185,17 +202,22 @@ def child_result(run: Run) -> str:
     return "(no output)"
 
 
-def _spawn_announce(run: Run, flow: Flow) -> FollowUp:
-    """The child's announce step, after its run ended (any outcome)."""
-    result = child_result(run)
-    outcome = {
+def spawn_outcome(run: Run) -> dict:
+    """How a child's run ended, as its report tells it."""
+    return {
         "runId": str(run.pk),
         "status": run.status,
         "error": run.error,
-        "result": result,
+        "result": child_result(run),
         "runtimeMs": run.runtime_ms,
         "usage": run.usage or {},
     }
+
+
+def _spawn_announce(run: Run, flow: Flow) -> FollowUp:
+    """The child's announce step, after its run ended (any outcome)."""
+    outcome = spawn_outcome(run)
+    result = outcome["result"]
     return FollowUp(
         session=run.session,
         kind="announce",
@@ -216,31 +238,39 @@ def _spawn_announce(run: Run, flow: Flow) -> FollowUp:
 
 def _spawn_after_announce(run: Run, flow: Flow, known: dict[str, Session]) -> None:
     """The requester gets the report (unless the announce said ANNOUNCE_SKIP); then cleanup."""
-    outcome = flow.outcome or {}
     reply = _reply_of(run)
-    child = run.session
     if reply != ANNOUNCE_SKIP:
-        requester = session_by_key(flow.requester or "", known)
-        if requester is not None:
-            report = subagent_report(child, outcome, notes=reply or _notes_when_silent(run))
-            message = store.read_message(
-                0,
-                {
-                    "role": "user",
-                    "content": report,
-                    "provenance": inter_session(
-                        child.key,
-                        "sessions_spawn",
-                        sourceRole="subagent",
-                        runId=outcome.get("runId"),
-                    ),
-                },
-            )
-            store.append_to_session(requester, [message])
-            # With completionDelivery "reply", the requester's own reply reaches the channel
-            # (its completion turn) and the report stays in its transcript.
-            if GatewayConfig.load().completion_delivery != "reply":
-                enqueue_delivery(session=requester, text=report, kind="subagent_announce", run=run)
+        notes = reply or _notes_when_silent(run)
+        _report_to_requester(run.session, flow, flow.outcome or {}, notes, run, known)
+    elif flow.cleanup == "delete":
+        _delete_child(run.session, flow)
+
+
+def _report_to_requester(
+    child: Session, flow: Flow, outcome: dict, notes: str, run: Run, known: dict[str, Session]
+) -> None:
+    """The Status/Result/Notes report into the requester's transcript and channel; cleanup."""
+    requester = session_by_key(flow.requester or "", known)
+    if requester is not None:
+        report = subagent_report(child, outcome, notes=notes)
+        message = store.read_message(
+            0,
+            {
+                "role": "user",
+                "content": report,
+                "provenance": inter_session(
+                    child.key,
+                    "sessions_spawn",
+                    sourceRole="subagent",
+                    runId=outcome.get("runId"),
+                ),
+            },
+        )
+        store.append_to_session(requester, [message])
+        # With completionDelivery "reply", the requester's own reply reaches the channel
+        # (its completion turn) and the report stays in its transcript.
+        if GatewayConfig.load().completion_delivery != "reply":
+            enqueue_delivery(session=requester, text=report, kind="subagent_announce", run=run)
     if flow.cleanup == "delete":
         _delete_child(child, flow)
 
@@ -260,7 +290,7 @@ def subagent_report(child: Session, outcome: dict, *, notes: str) -> str:
         total_tokens=usage.get("totalTokens"),
         session_key=child.key,
         session_id=child.session_id,
-        transcript=transcript_path(child.key),
+        transcript=transcript_path(child.session_id),
     )
     return prompts.subagent_report(
         status=prompts.status_line(outcome.get("status", ""), outcome.get("error", "")),

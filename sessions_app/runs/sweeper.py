@@ -13,6 +13,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from openclaw_common.taskqueue import keep_schedule
+
 from ..delivery import retry_due_deliveries
 from ..models import GatewayConfig, Run, Session
 from . import completions, engine, watchdog
@@ -20,6 +22,7 @@ from . import completions, engine, watchdog
 log = logging.getLogger("openclaw.runs")
 
 SCHEDULE_NAME = "openclaw-sweep"
+STATE_LOG_SCHEDULE_NAME = "openclaw-state-log-prune"
 # The backstop for runs/watchdog.py (which ends them after 10 s from inside the workers): a
 # running run's heartbeat (every 2 s) older than this means its worker died. Longer than a
 # database outage a run rides out (runs/outage.py, 30 s), since this sweep cannot tell one.
@@ -91,14 +94,7 @@ def archive_finished_subagents(*, now: datetime | None = None) -> int:
 
 def ensure_schedule() -> None:
     """Create or update the sweep schedule (idempotent; called from a migration and `serve`)."""
-    from django_q.models import Schedule
-
-    Schedule.objects.update_or_create(
-        name=SCHEDULE_NAME,
-        defaults={
-            "func": "sessions_app.runs.tasks.sweep",
-            "schedule_type": Schedule.MINUTES,
-            "minutes": 1,
-            "repeats": -1,
-        },
-    )
+    keep_schedule(SCHEDULE_NAME, "sessions_app.runs.tasks.sweep", minutes=1)
+    # The state log's retention (state_log.prune: 30 days, 50,000 rows a session): hourly, as
+    # it reads the whole log and nothing depends on it being prompt.
+    keep_schedule(STATE_LOG_SCHEDULE_NAME, "sessions_app.state_log.prune")

@@ -6,9 +6,12 @@ only decides which of them a run gets, by the agent's allow and deny lists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import orjson
+
+from openclaw_common.errors import InvalidArgument
 
 from ..tools import TOOLS
 from .backends.base import ToolSpec
@@ -26,7 +29,14 @@ SESSION_TOOLS = TOOL_GROUPS["group:sessions"]
 # maxSpawnDepth is an orchestrator with 9.6's orchestrator tools.
 NEVER_DENIED = frozenset({"sessions_yield"})
 ORCHESTRATOR_TOOLS = frozenset(
-    {"sessions_spawn", "subagents", "sessions_list", "sessions_history", "sessions_yield"}
+    {
+        "sessions_spawn",
+        "subagents",
+        "sessions_list",
+        "sessions_history",
+        "sessions_search",
+        "sessions_yield",
+    }
 )
 SUBAGENT_DEFAULT_DENY = frozenset(ALL_TOOLS) - NEVER_DENIED
 
@@ -54,6 +64,7 @@ def tools_for(
     *,
     is_subagent: bool,
     orchestrator: bool = False,
+    subagent_tools: Mapping[str, Any] | None = None,
 ) -> list[ToolSpec]:
     """The tools a run of this agent is offered, in ALL_TOOLS order (fresh copies).
 
@@ -61,6 +72,7 @@ def tools_for(
     but sessions_yield, or, as an orchestrator (below maxSpawnDepth), 9.6's orchestrator tools.
     A non-empty allow list replaces that default: it names the tools ("*" = all, so an agent can
     give its sub-agents session tools on purpose). The deny list then removes names ("*" = all).
+    A sub-agent's list is then narrowed by `subagent_tools` (tools.subagents.tools).
     """
     allow = _names(agent_tools_allow)
     deny = _names(agent_tools_deny)
@@ -76,7 +88,53 @@ def tools_for(
         names = list(ALL_TOOLS)
     if "*" in deny:
         return []
-    return [_fresh(TOOL_SPECS[n]) for n in names if n not in deny]
+    names = [n for n in names if n not in deny]
+    if is_subagent:
+        names = narrow_for_subagents(subagent_tools, names)
+    return [_fresh(TOOL_SPECS[n]) for n in names]
+
+
+def narrow_for_subagents(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
+    """tools.subagents.tools (9.6 §1.10): `deny` adds denies, then `allow`, when given, is a
+    final allow-only filter. Both take tool names, groups (`group:sessions`) and "*"."""
+    policy = policy or {}
+    deny, allow = _names(policy.get("deny")), _names(policy.get("allow"))
+    if "*" in deny:
+        return []
+    kept = [n for n in names if n not in deny]
+    if allow and "*" not in allow:
+        kept = [n for n in kept if n in allow]
+    return kept
+
+
+def subagent_may_call(policy: Mapping[str, Any] | None, name: str) -> bool:
+    """Whether tools.subagents.tools lets a sub-agent's tool call of `name` run at all (a model
+    or a script may call a tool it was not offered)."""
+    return bool(narrow_for_subagents(policy, [name]))
+
+
+def clean_tool_policy(path: str, value: Any) -> dict[str, list[str]]:
+    """A {allow?, deny?} setting: lists of tool names, `group:<name>` or "*" (checked, so a typo
+    is a 400 rather than a filter that silently matches nothing)."""
+    if not isinstance(value, Mapping) or set(value) - {"allow", "deny"}:
+        raise InvalidArgument(f'{path} must be an object with "allow" and/or "deny"')
+    known = {*ALL_TOOLS, *TOOL_GROUPS, "*"}
+    cleaned: dict[str, list[str]] = {}
+    for part in ("allow", "deny"):
+        raw = value.get(part)
+        if raw is None:
+            continue
+        if not isinstance(raw, list) or not all(isinstance(v, str) and v.strip() for v in raw):
+            raise InvalidArgument(f"{path}.{part} must be an array of tool names")
+        names = [v.strip().lower() for v in raw]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise InvalidArgument(
+                f"{path}.{part}: unknown tool {unknown[0]!r}; use tool names, groups or *: "
+                + ", ".join(sorted(known))
+            )
+        cleaned[part] = list(dict.fromkeys(names))
+    return cleaned
 
 
 # Every turn gets its own copy of the schemas (a backend may change what it is given), and

@@ -19,7 +19,9 @@ from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
+
+from openclaw_common.dbstep import release_connection
 
 from ..models import Run
 from . import outage
@@ -45,7 +47,7 @@ def _load(run_id: uuid.UUID | str, fields: tuple[str, ...] | None = None) -> Run
     finally:
         # A wait may last minutes; it must not hold a database connection (with the pool this
         # hands it back, so a thousand waiters need no thousand connections).
-        connection.close()
+        release_connection()
 
 
 class WaitUnavailable(Exception):

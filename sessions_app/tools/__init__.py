@@ -15,11 +15,14 @@ from .registry import ToolRegistry, UnknownTool
 TOOL_MODULES = (
     "sessions_list",
     "sessions_history",
+    "sessions_search",
     "sessions_send",
     "sessions_spawn",
     "sessions_yield",
     "subagents",
     "agents_list",
+    "session_status",
+    "sessions",
 )
 
 TOOLS = ToolRegistry(import_module(f"{__name__}.{name}").TOOL for name in TOOL_MODULES)

@@ -6,6 +6,7 @@ from typing import Any
 
 from openclaw_common import keys
 
+from .. import model_catalog
 from ..identity import Requester
 from ..models import Agent
 from .declaration import Declaration, Tool
@@ -26,6 +27,10 @@ DECLARATION = Declaration(
                         "name": STRING,
                         "description": STRING,
                         "configured": BOOLEAN,
+                        "model": STRING,
+                        "models": array(
+                            STRING, "The models sessions_spawn may give it (its catalog)."
+                        ),
                     },
                     ("id", "configured"),
                 ),
@@ -38,7 +43,8 @@ DECLARATION = Declaration(
 
 
 def agents_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
-    """{requester, allowAny, agents: [{id, name?, description?, configured}]}, requester first."""
+    """{requester, allowAny, agents: [{id, name?, description?, configured, model?, models}]},
+    requester first; `models` is the agent's model catalog (model_catalog.py)."""
     DECLARATION.read(args)
     configured = {a.id: a for a in Agent.objects.all()}
     me = requester.agent_id
@@ -56,6 +62,10 @@ def agents_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
         if agent and agent.description:
             row["description"] = agent.description
         row["configured"] = agent is not None
+        if agent is not None:
+            if agent.model:
+                row["model"] = agent.model
+            row["models"] = model_catalog.catalog(agent, requester.config)
         rows.append(row)
     return {"requester": me, "allowAny": allow_any, "agents": rows}
 

@@ -148,6 +148,9 @@ class Declaration:
     group: str | None = None
     # The gateway RPC method that calls this tool over the WebSocket, if any.
     rpc: str | None = None
+    # 9.6 also accepts the snake_case spelling of every string, number and array parameter
+    # (`timeout_seconds`); tools opt in as they are brought to 9.6.
+    snake_case: bool = False
 
     @property
     def names(self) -> frozenset[str]:
@@ -160,11 +163,28 @@ class Declaration:
             for name, message in self.refused.items():
                 if name in raw:
                     raise InvalidArgument(message.format(name=name))
+        if self.snake_case and isinstance(raw, Mapping):
+            raw = self._camel(raw)
         args = Args(raw, self.names, tool=self.name)
         values = SimpleNamespace(raw=args.raw)
         for param in self.params:
             setattr(values, param.name, param.read(args))
         return values
+
+    def _camel(self, raw: Mapping) -> dict:
+        """`raw` with snake_case spellings renamed to their parameter (the camelCase one wins
+        when both are sent)."""
+        spelled = {
+            _snake(p.name): p.name
+            for p in self.params
+            if not isinstance(p, Boolean) and _snake(p.name) != p.name
+        }
+        out = dict(raw)
+        for snake, camel in spelled.items():
+            if snake in out:
+                value = out.pop(snake)
+                out.setdefault(camel, value)
+        return out
 
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments, as every protocol offers it."""
@@ -177,6 +197,10 @@ class Declaration:
         if required:
             schema["required"] = required
         return schema
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 # A tool's function: keyword-only requester and raw args, returns the details dict.

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument
 
-from .. import transcript
+from .. import history_read, transcript
 from ..identity import Requester
 from ..models import Session
 from ..resolve import resolve_session
 from .declaration import Boolean, Declaration, Integer, String, Tool
 from .shapes import (
+    ANY_OBJECT,
     BOOLEAN,
     HISTORY_FLAG_NAMES,
     HISTORY_FLAGS,
@@ -22,6 +24,11 @@ from .shapes import (
     obj,
 )
 
+PENDING_INPUTS = obj(
+    {"items": array(ANY_OBJECT), "total": INTEGER, "nextBefore": INTEGER},
+    ("items", "total"),
+    "Admitted inputs not in messages yet (queued) or never (cancelled), newest first.",
+)
 DEFAULT_LIMIT = 200
 MAX_LIMIT = 1000
 
@@ -46,7 +53,26 @@ DECLARATION = Declaration(
         ),
         Boolean("includeTools", "Include toolResult messages (default false)."),
         Integer(
-            "offset", "Skip the newest N messages (paging backwards; see nextOffset).", default=0
+            "offset",
+            "Skip the newest N transcript positions, hidden and tool rows included (paging "
+            "backwards; see nextOffset).",
+            default=0,
+        ),
+        String(
+            "messageId",
+            "Read up to `limit` messages around this message (its `__openclaw.id`); offset is "
+            "ignored, and an unknown id gives an empty history.",
+            max_length=64,
+        ),
+        String(
+            "sessionId",
+            "The transcript generation (sessionId) that holds messageId; only with messageId.",
+            max_length=128,
+        ),
+        Integer(
+            "pendingBefore",
+            "Page older pending inputs: pass the previous pendingInputs.nextBefore.",
+            minimum=1,
         ),
     ),
     result=obj(
@@ -57,10 +83,13 @@ DECLARATION = Declaration(
             "offset": INTEGER,
             "hasMore": BOOLEAN,
             "nextOffset": INTEGER,
+            "totalMessages": INTEGER,
+            "pendingInputs": PENDING_INPUTS,
         },
-        ("sessionKey", "messages", *HISTORY_FLAG_NAMES, "offset", "hasMore"),
+        ("sessionKey", "messages", *HISTORY_FLAG_NAMES, "totalMessages", "pendingInputs"),
     ),
     group="sessions",
+    snake_case=True,
     rpc="chat.history",
 )
 
@@ -68,26 +97,60 @@ DECLARATION = Declaration(
 def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     """The transcript of one session (key or sessionId), newest `limit` messages, oldest first.
 
-    toolResult messages are left out unless includeTools. Messages are sanitised and the page is
-    capped at 80 KiB (flags truncated, droppedMessages, contentTruncated, contentRedacted, bytes).
-    `offset` skips the newest N messages; `nextOffset` continues backwards while `hasMore`.
+    toolResult messages are left out unless includeTools; control rows 9.6 hides are always
+    left out (history_read.is_hidden). Messages are sanitised and the page is capped at 80 KiB
+    (flags truncated, droppedMessages, contentTruncated, contentRedacted, bytes). `offset`
+    skips the newest N raw transcript positions; `nextOffset` continues backwards while
+    `hasMore`. `messageId` reads around one message instead (9.6 §4.2).
     """
     a = DECLARATION.read(args)
-    offset = a.offset
+    if a.sessionId and not a.messageId:
+        raise InvalidArgument("sessionId requires messageId")
     session = resolve_session(requester, a.sessionKey, action="history")
-    page = history_page(
-        session, limit=min(a.limit, MAX_LIMIT), include_tools=a.includeTools, offset=offset
-    )
+    if a.sessionId and a.sessionId != session.session_id:
+        raise InvalidArgument("sessionId does not belong to sessionKey")
+    limit = min(a.limit, MAX_LIMIT)
+    total = session.last_seq
+    head: dict[str, Any] = {"sessionKey": keys.display_key(session.key, requester.key_settings)}
+    pending = history_read.pending_inputs(session, before=a.pendingBefore)
+    if a.messageId:
+        seq = history_read.seq_of_message_id(a.messageId)
+        rows = (
+            history_read.around(session, seq, limit=limit, include_tools=a.includeTools)
+            if seq is not None
+            else []
+        )
+        bounded = _bound(rows)
+        return {
+            **head,
+            "messages": bounded.messages,
+            **bounded.flags(),
+            "totalMessages": total,
+            "pendingInputs": pending,
+        }
+    offset = a.offset
+    window = history_read.page(session, limit=limit, offset=offset, include_tools=a.includeTools)
+    bounded = _bound(window.rows)
+    kept = window.rows[len(window.rows) - bounded.kept_from_source :]
+    has_more = window.has_more or bounded.kept_from_source < len(window.rows)
     result: dict[str, Any] = {
-        "sessionKey": keys.display_key(session.key, requester.key_settings),
-        "messages": page["messages"],
-        **page["flags"],
+        **head,
+        "messages": bounded.messages,
+        **bounded.flags(),
         "offset": offset,
-        "hasMore": page["hasMore"],
+        "hasMore": has_more,
+        "totalMessages": total,
+        "pendingInputs": pending,
     }
-    if page["hasMore"]:
-        result["nextOffset"] = offset + page["kept"]
+    if has_more:
+        result["nextOffset"] = history_read.next_offset(
+            offset=offset, total=total, oldest_seq=kept[0].seq if kept else None
+        )
     return result
+
+
+def _bound(rows: list[transcript.MessageRow]) -> transcript.Bounded:
+    return transcript.bound([(history_read.render(r), r.scan_needed) for r in rows])
 
 
 TOOL = Tool(DECLARATION, sessions_history)

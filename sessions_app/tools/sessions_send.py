@@ -9,25 +9,27 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from openclaw_common import keys
-from openclaw_common.errors import Forbidden, NotFound, Refusal
+from openclaw_common.dbstep import db_step
+from openclaw_common.errors import Forbidden, InvalidArgument, NotFound, Refusal
 
-from .. import visibility
+from .. import send_modes, store, visibility
 from ..identity import Requester
-from ..models import Run, Session
-from ..resolve import canonical_for, resolve_session
+from ..models import Agent, Run, Session
+from ..resolve import canonical_for, forbidden_text, resolve_session
 from ..runs import prompts
 from ..runs.chain import Chain, current_run, next_hop
 from ..runs.completion_model import Completion
 from ..runs.flow_state import Flow
 from ..runs.provenance import inter_session
-from .declaration import Declaration, Integer, String, Tool
+from ..runs.tokens import is_silent
+from .declaration import Boolean, Choice, Declaration, Integer, String, Tool
 from .shapes import BOOLEAN, DELIVERY, STRING, obj
 
 DEFAULT_TIMEOUT_SECONDS = 30
@@ -35,6 +37,27 @@ MAX_TIMEOUT_SECONDS = 600
 MAX_MESSAGE_CHARS = 100_000
 DELIVERY_PENDING = {"status": "pending", "mode": "announce"}
 DELIVERY_SKIPPED = {"status": "skipped", "mode": "announce"}
+MODES = ("notify", "steer", "followup", "resume")
+MESSAGE_ALIASES = ("SendMessage", "content", "text")
+# Exact texts (9.6 §4.3).
+STEER_IDLE = (
+    "Target has no active run that accepts steering. Use mode=followup to start a new turn."
+)
+RESUME_ADMISSION_ONLY = (
+    "mode=resume returns admission only; omit watch and timeoutSeconds or set "
+    "timeoutSeconds=0. The task owner delivers completion."
+)
+RESUME_NOT_PARENT = "Task resume requires an admitted parent tool caller."
+RESUME_NO_CHILD = "Task resume requires the existing, unarchived native child session."
+MISSING_FOR_MODE = (
+    "Cannot notify, steer, or resume a missing session. Use mode=followup to start a new turn."
+)
+SELF_TARGET = "sessions_send cannot target the calling session; use your own reply instead"
+THREAD_TARGET = (
+    "sessions_send cannot target a thread session for inter-agent coordination. Use the parent "
+    "channel session key instead."
+)
+NO_REPLY_MESSAGE = "No visible reply or pending announcement. Continue or retry if needed."
 
 DECLARATION = Declaration(
     name="sessions_send",
@@ -45,7 +68,7 @@ DECLARATION = Declaration(
     ),
     # `message` first: it is checked first, as it always was.
     params=(
-        String("message", "The message to send.", required=True, max_length=MAX_MESSAGE_CHARS),
+        String("message", "The message to send.", max_length=MAX_MESSAGE_CHARS),
         String(
             "sessionKey",
             "Target session key or sessionId from sessions_list.",
@@ -54,12 +77,41 @@ DECLARATION = Declaration(
         String(
             "label", "Target session label (instead of sessionKey).", min_length=1, max_length=200
         ),
-        String("agentId", "Agent whose session has that label.", min_length=1, max_length=64),
+        String(
+            "agentId",
+            "Agent whose session has that label; alone (no sessionKey, no label), that agent's "
+            "main session, created if missing.",
+            min_length=1,
+            max_length=64,
+        ),
         Integer(
             "timeoutSeconds",
             f"Seconds to wait for the reply (default {DEFAULT_TIMEOUT_SECONDS}, at most "
             f"{MAX_TIMEOUT_SECONDS}; 0 = do not wait).",
             default=DEFAULT_TIMEOUT_SECONDS,
+        ),
+        Choice(
+            "mode",
+            "followup: a new or queued turn (never steers or resumes); steer: guidance into "
+            "the target's active run (no wait); notify: context for the target's next turn, "
+            "without waking it; resume: continue your paused sub-agent. Omitted: automatic.",
+            choices={m: m for m in MODES},
+            enum=MODES,
+            describe="notify, steer, followup, or resume",
+        ),
+        Boolean(
+            "watch",
+            "After a successful dispatch, watch the target: its changes by others are noticed "
+            "(result `watched`).",
+        ),
+        *(
+            String(
+                alias,
+                "Alias of message (OpenClaw), used when message is blank.",
+                advertised=False,
+                max_length=MAX_MESSAGE_CHARS,
+            )
+            for alias in MESSAGE_ALIASES
         ),
     ),
     result=obj(
@@ -67,7 +119,7 @@ DECLARATION = Declaration(
             "runId": {"type": ["string", "null"]},
             "status": {
                 "type": "string",
-                "enum": ["accepted", "ok", "timeout", "error", "forbidden"],
+                "enum": ["accepted", "ok", "no_reply", "queued", "timeout", "error", "forbidden"],
             },
             "sessionKey": STRING,
             "reply": STRING,
@@ -88,6 +140,12 @@ DECLARATION = Declaration(
                 ("status",),
                 "What the target's run is doing, or why it failed.",
             ),
+            "targetDisposition": {"type": "string", "enum": ["queued", "steered"]},
+            "watched": BOOLEAN,
+            "message": STRING,
+            "notificationId": STRING,
+            "durability": STRING,
+            "runStarted": BOOLEAN,
             "mode": {"type": "string", "enum": ["resume"]},
             "taskRunId": STRING,
             "completion": {"type": "string", "enum": ["task"]},
@@ -95,6 +153,7 @@ DECLARATION = Declaration(
         ("runId", "status"),
     ),
     group="sessions",
+    snake_case=True,
 )
 
 
@@ -105,6 +164,7 @@ class SendPlan:
     session_key: str = ""  # display key of the target
     timeout: int = DEFAULT_TIMEOUT_SECONDS
     created: bool = False  # this call created the run (not an idempotent repeat)
+    watched: bool | None = None  # set when the call passed `watch`
 
 
 def _refused(message: str, *, status: str = "error", session_key: str | None = None) -> SendPlan:
@@ -144,38 +204,132 @@ def resolve_label(requester: Requester, label: str, agent_id: str | None) -> Ses
     return session
 
 
-def start_send(
-    *, requester: Requester, args: dict[str, Any] | None, idempotency_key: str | None = None
-) -> SendPlan:
-    a = DECLARATION.read(args)
-    message, raw_key, label, agent_id = a.message, a.sessionKey, a.label, a.agentId
-    timeout = min(a.timeoutSeconds, MAX_TIMEOUT_SECONDS)
+def _message_of(a: SimpleNamespace) -> str:
+    """`message`, else its aliases (reference §4.1): the first that is not blank."""
+    for name in ("message", *MESSAGE_ALIASES):
+        value = getattr(a, name)
+        if value:
+            return value
+    raise InvalidArgument("message required")
+
+
+def _timeout_of(a: SimpleNamespace) -> int:
+    """The wait: steer never waits; resume only admits (a positive timeout or watch is a 400)."""
+    if a.mode == "resume":
+        asked = a.raw.get("timeoutSeconds") is not None and a.timeoutSeconds > 0
+        if asked or a.watch:
+            raise InvalidArgument(RESUME_ADMISSION_ONLY)
+        return 0
+    if a.mode == "steer":
+        return 0
+    return min(a.timeoutSeconds, MAX_TIMEOUT_SECONDS)
+
+
+def _agent_main(requester: Requester, agent_id: str, mode: str | None) -> Session | SendPlan:
+    """`agentId` alone targets `agent:<id>:main`, created if missing (9.6 §4.3)."""
+    normalized = keys.normalize_agent_id(agent_id)
+    if not Agent.objects.filter(pk=normalized).exists():
+        return _refused(f"agent not found: {agent_id}")
+    key = keys.main_session_key(normalized, requester.key_settings)
+    shown = keys.display_key(key, requester.key_settings)
+    if not Session.objects.filter(key=key).exists():
+        if mode in ("notify", "steer", "resume"):
+            return _refused(MISSING_FOR_MODE, session_key=shown)
+        denied = forbidden_text(
+            visibility.policy_for(requester), key, canonical=key, spawned_by="", action="send"
+        )
+        if denied:
+            return _refused(denied, status="forbidden", session_key=shown)
+        store.upsert_session(api_key=None, key=key, entry={})
+    return resolve_session(requester, key, action="send")
+
+
+def _target(requester: Requester, a: SimpleNamespace) -> Session | SendPlan:
+    """The session a send goes to, or the refusal."""
+    raw_key, label, agent_id = a.sessionKey, a.label, a.agentId
     if raw_key and label:
         return _refused("Provide either sessionKey or label (not both).")
-    if not raw_key and not label:
+    if not raw_key and not label and not agent_id:
         return _refused("Either sessionKey or label is required")
     try:
         if raw_key:
-            session = resolve_session(requester, raw_key, action="send")
-        else:
-            session = resolve_label(requester, label, agent_id)
+            return resolve_session(requester, raw_key, action="send")
+        if label:
+            return resolve_label(requester, label, agent_id)
+        return _agent_main(requester, agent_id, a.mode)
     except Refusal as exc:
         shown = (
             keys.display_key(canonical_for(requester, raw_key), requester.key_settings)
             if raw_key
             else None
         )
+        if isinstance(exc, NotFound) and a.mode in ("notify", "steer", "resume"):
+            return _refused(MISSING_FOR_MODE, session_key=shown)
         return _refused(exc.message, status=exc.status, session_key=shown)
-    shown = keys.display_key(session.key, requester.key_settings)
 
+
+def start_send(
+    *, requester: Requester, args: dict[str, Any] | None, idempotency_key: str | None = None
+) -> SendPlan:
+    a = DECLARATION.read(args)
+    message = _message_of(a)
+    timeout = _timeout_of(a)
+    session = _target(requester, a)
+    if isinstance(session, SendPlan):
+        return session
+    shown = keys.display_key(session.key, requester.key_settings)
+    refusal = _refusal(requester, session, timeout=timeout)
+    if refusal:
+        return _refused(refusal, session_key=shown)
+    plan = _dispatch(requester, session, a, message, shown, timeout, idempotency_key)
+    if a.raw.get("watch") is not None:
+        # Registered only after a successful dispatch (9.6 §2.2); reported whenever asked.
+        dispatched = plan.result is None or _dispatched(plan)
+        plan.watched = bool(
+            a.watch and dispatched and send_modes.watch(session, requester.session_key)
+        )
+        if plan.result is not None:
+            plan.result["watched"] = plan.watched
+    return plan
+
+
+def _dispatched(plan: SendPlan) -> bool:
+    return plan.result is not None and plan.result.get("status") in ("accepted", "queued")
+
+
+def _refusal(requester: Requester, session: Session, *, timeout: int) -> str | None:
+    """The 9.6 refusals of a resolved target (send policy, self, thread sessions)."""
     from policies_app.send_policy import check_send, send_blocked_error
 
     if not check_send(session).allowed:
-        return _refused(send_blocked_error(), session_key=shown)
-    if session.spawned_by == requester.session_key:
+        return send_blocked_error()
+    if session.key == requester.session_key and timeout != 0:
+        return SELF_TARGET
+    if ":thread:" in session.key and session.key != requester.session_key:
+        return THREAD_TARGET
+    return None
+
+
+def _dispatch(
+    requester: Requester,
+    session: Session,
+    a: SimpleNamespace,
+    message: str,
+    shown: str,
+    timeout: int,
+    idempotency_key: str | None,
+) -> SendPlan:
+    """Do the send the mode asks for."""
+    if a.mode == "resume":
+        return SendPlan(result=_explicit_resume(requester, session, message, shown))
+    if a.mode is None and session.spawned_by == requester.session_key:
         resumed = resume_paused_child(requester, session, message, shown)
         if resumed is not None:
             return SendPlan(result=resumed)
+    if a.mode == "notify":
+        return SendPlan(result=_notify(requester, session, message, shown))
+    if a.mode == "steer":
+        return SendPlan(result=_steer(requester, session, message, shown))
     if idempotency_key:
         existing = Run.objects.filter(
             requester_key=requester.session_key, idempotency_key=idempotency_key
@@ -184,6 +338,17 @@ def start_send(
             return SendPlan(
                 result=None, run_id=str(existing.pk), session_key=shown, timeout=timeout
             )
+    return _start_turn(requester, session, message, shown, timeout, idempotency_key)
+
+
+def _start_turn(
+    requester: Requester,
+    session: Session,
+    message: str,
+    shown: str,
+    timeout: int,
+    idempotency_key: str | None,
+) -> SendPlan:
     try:
         chain = send_hop(requester, session.agent_id)
     except Forbidden as exc:
@@ -233,6 +398,69 @@ def start_send(
     )
 
 
+def _notify(requester: Requester, session: Session, message: str, shown: str) -> dict:
+    """mode=notify: context for the target's next turn; no run is started (9.6 §4.3)."""
+    try:
+        send_hop(requester, session.agent_id)
+    except Forbidden as exc:
+        return _refused(exc.message, status="forbidden", session_key=shown).result or {}
+    notification_id = send_modes.notify(session, message, source_key=requester.session_key)
+    return {
+        "status": "queued",
+        "sessionKey": shown,
+        "notificationId": notification_id,
+        "durability": "database",
+        "runStarted": False,
+    }
+
+
+def _steer(requester: Requester, session: Session, message: str, shown: str) -> dict:
+    """mode=steer: the message goes into the target's transcript during its active run, and
+    no turn is started; an idle target is refused (9.6 §4.3). The running turn's next model
+    call reads it where its backend re-reads the transcript; otherwise the session's next turn
+    does."""
+    active = Run.objects.filter(session=session, status=Run.RUNNING).order_by("-created_at").first()
+    if active is None:
+        return _refused(STEER_IDLE, session_key=shown).result or {}
+    try:
+        send_hop(requester, session.agent_id)
+    except Forbidden as exc:
+        return _refused(exc.message, status="forbidden", session_key=shown).result or {}
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        store.append_to_session(
+            locked,
+            store.read_messages(
+                [
+                    {
+                        "role": "user",
+                        "content": message,
+                        "provenance": inter_session(requester.session_key, "sessions_send"),
+                    }
+                ]
+            ),
+        )
+    return {
+        "runId": str(active.pk),
+        "status": "accepted",
+        "sessionKey": shown,
+        "targetDisposition": "steered",
+        "delivery": DELIVERY_SKIPPED,
+    }
+
+
+def _explicit_resume(requester: Requester, session: Session, message: str, shown: str) -> dict:
+    """mode=resume: only for the caller's own paused native child (9.6 §4.3)."""
+    if session.spawned_by != requester.session_key:
+        return _refused(RESUME_NOT_PARENT, status="forbidden", session_key=shown).result or {}
+    if session.archived or session.spawn_depth == 0:
+        return _refused(RESUME_NO_CHILD, session_key=shown).result or {}
+    resumed = resume_paused_child(requester, session, message, shown)
+    if resumed is None:
+        return _refused(RESUME_NO_CHILD, session_key=shown).result or {}
+    return resumed
+
+
 # What send_result() reads from a run.
 RESULT_FIELDS = ("status", "reply", "error", "created_at", "started_at")
 
@@ -261,7 +489,17 @@ def send_hop(requester: Requester, to_agent: str) -> Chain:
     )
 
 
-def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
+def send_result(
+    run: Run | None, *, session_key: str, timeout: int, watched: bool | None = None
+) -> dict:
+    """send_result_of() plus `watched` when the call passed `watch`."""
+    result = send_result_of(run, session_key=session_key, timeout=timeout)
+    if watched is not None:
+        result["watched"] = watched
+    return result
+
+
+def send_result_of(run: Run | None, *, session_key: str, timeout: int) -> dict:
     """The result shape for a started send, from the run as it stands. `delivered`: the message
     is in the target's transcript (its run exists); with no reply, `targetRun` says more."""
     if run is None:
@@ -273,7 +511,12 @@ def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
         }
     base = {"runId": str(run.pk), "sessionKey": session_key, "delivered": True}
     if timeout == 0:
-        return {**base, "status": "accepted", "delivery": DELIVERY_PENDING}
+        return {
+            **base,
+            "status": "accepted",
+            "targetDisposition": "queued",
+            "delivery": DELIVERY_PENDING,
+        }
     if not run.finished:
         return {
             **base,
@@ -284,7 +527,16 @@ def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
             ),
             "sentBeforeError": True,
             "targetRun": target_run(run),
+            "targetDisposition": "queued",
             "delivery": DELIVERY_PENDING,
+        }
+    if run.status == Run.OK and not _visible(run.reply):
+        # The waited run ended with no visible text: nothing stays pending (9.6 §4.3).
+        return {
+            "runId": str(run.pk),
+            "sessionKey": session_key,
+            "status": "no_reply",
+            "message": NO_REPLY_MESSAGE,
         }
     if run.status == Run.OK:
         result: dict[str, Any] = {**base, "status": "ok"}
@@ -296,7 +548,8 @@ def send_result(run: Run | None, *, session_key: str, timeout: int) -> dict:
     return {
         **base,
         "status": status,
-        "error": run.error or "agent error",
+        # 9.6's defaults when the run left no error text.
+        "error": run.error or ("agent run timed out" if status == "timeout" else "agent error"),
         "sentBeforeError": True,
         "targetRun": target_run(run),
         "delivery": DELIVERY_SKIPPED,
@@ -350,15 +603,24 @@ def resume_paused_child(
     }
 
 
+def _visible(reply: str) -> bool:
+    text = (reply or "").strip()
+    return bool(text) and not is_silent(text, "NO_REPLY")
+
+
 def accepted(plan: SendPlan) -> dict:
     """The result of a started send that is not waited for: it needs nothing from the run."""
-    return {
+    result: dict[str, Any] = {
         "runId": plan.run_id,
         "sessionKey": plan.session_key,
         "delivered": True,
         "status": "accepted",
+        "targetDisposition": "queued",
         "delivery": DELIVERY_PENDING,
     }
+    if plan.watched is not None:
+        result["watched"] = plan.watched
+    return result
 
 
 def sessions_send(*, requester: Requester, args: dict[str, Any] | None) -> dict:
@@ -376,7 +638,7 @@ async def sessions_send_async(
     """Start the send, then wait on the server for up to timeoutSeconds holding no thread."""
     from ..runs.wait import wait_for_run
 
-    plan = await sync_to_async(start_send)(
+    plan = await db_step(start_send)(
         requester=requester, args=args, idempotency_key=idempotency_key
     )
     if plan.result is not None:
@@ -387,7 +649,9 @@ async def sessions_send_async(
     run = await wait_for_run(
         plan.run_id, plan.timeout, fields=RESULT_FIELDS, just_started=plan.created
     )
-    return send_result(run, session_key=plan.session_key, timeout=plan.timeout)
+    return send_result(
+        run, session_key=plan.session_key, timeout=plan.timeout, watched=plan.watched
+    )
 
 
 TOOL = Tool(DECLARATION, sessions_send, run_async=sessions_send_async)

@@ -10,23 +10,27 @@ Check → plan → do, like sessions_send's start_send():
   raises SpawnRefused with the result the tool answers ({status: error|forbidden, error});
 - `start_spawn()` stages the attachments and, in one transaction, writes the child session and
   its run. Nothing is written before it.
+
+`runtime: "acp"` (exactly) takes its own branch, `acp/spawn.py` (docs/acp.md): an ACP harness
+child `agent:<harness>:acp:<uuid>`, with the same shape of result and refusals.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument
 
-from .. import store
+from .. import model_catalog, store
 from ..identity import Requester
-from ..models import Agent, Run, Session
+from ..models import Agent, GatewayConfig, Run, Session
 from ..runs import prompts
 from ..runs.attachments import (
     AttachmentLimits,
@@ -92,9 +96,9 @@ DECLARATION = Declaration(
         String("label", "Short label for logs and the UI.", max_length=200),
         String(
             "runtime",
-            '"subagent" (default). "acp" is refused here: no ACP harness is configured.',
+            '"subagent" (default), or "acp": run the task in an ACP coding-agent harness '
+            "(agentId names the harness; see docs/acp.md).",
             max_length=20,
-            advertised=False,
         ),
         String(
             "mode",
@@ -136,10 +140,29 @@ DECLARATION = Declaration(
         ),
         String(
             "agentId",
-            "Spawn under this agent id, if allowed (see agents_list).",
+            "Target agent id, if allowed (see agents_list), or the ACP harness id with "
+            'runtime="acp".',
             max_length=64,
         ),
-        String("model", "Model for the sub-agent (overrides its default).", max_length=200),
+        String(
+            "cwd",
+            'runtime="acp": the working directory, inside the harness\'s root (relative to it, '
+            "or absolute).",
+            max_length=4000,
+        ),
+        Choice(
+            "streamTo",
+            '"parent" (runtime="acp" only): also stream the child\'s progress into this session.',
+            choices={"parent": "parent"},
+            enum=("parent",),
+            describe='"parent"',
+        ),
+        String(
+            "model",
+            "Model for the sub-agent (overrides its default); one the target agent serves "
+            "(agents_list shows them).",
+            max_length=200,
+        ),
         String(
             "thinking",
             f"Thinking level: {', '.join(THINKING_LEVELS)}.",
@@ -227,6 +250,8 @@ class SpawnRequest:
     mount_path: str | None
     completion_target: str | None
     expects_completion: bool
+    cwd: str | None = None
+    stream_to: str | None = None
 
 
 def read_request(args: Any) -> SpawnRequest:
@@ -244,7 +269,7 @@ def read_request(args: Any) -> SpawnRequest:
     return SpawnRequest(
         task=a.task,
         label=a.label or "",
-        runtime=a.runtime or "subagent",
+        runtime="acp" if a.runtime == "acp" else "subagent",  # exactly "acp" (§5.2 step 1)
         mode=a.mode,
         thread=a.thread,
         cleanup=a.cleanup,
@@ -257,6 +282,8 @@ def read_request(args: Any) -> SpawnRequest:
         mount_path=mount_path,
         completion_target=a.completionTarget,
         expects_completion=a.expectsCompletionMessage,
+        cwd=a.cwd,
+        stream_to=a.streamTo,
     )
 
 
@@ -279,9 +306,11 @@ def check_completion_target(target: str | None, expects: bool) -> None:
 class SpawnRefused(Exception):
     """A rule said no: the tool answers {status, error} (a result, not a protocol error)."""
 
-    def __init__(self, message: str, *, status: str = "error"):
+    def __init__(self, message: str, *, status: str = "error", child_key: str = ""):
         super().__init__(message)
         self.result = {"status": status, "error": message}
+        if child_key:  # a refusal after the child's key was chosen (§5.2 step 12)
+            self.result["childSessionKey"] = child_key
 
 
 @dataclass(frozen=True)
@@ -298,19 +327,31 @@ class SpawnPlan:
     requester_channel: str
 
 
+class Spawner(NamedTuple):
+    """Who spawns: the requester's session row (if stored), its agent row and its depth."""
+
+    row: Session | None
+    agent: Agent | None
+    depth: int
+
+
+def check_requester_limits(requester: Requester, config: GatewayConfig) -> Spawner:
+    """The requester's spawn depth and children limits, for native and ACP spawns alike."""
+    row = Session.objects.filter(key=requester.session_key).first()
+    depth = row.spawn_depth if row else keys.subagent_depth_from_key(requester.session_key)
+    me = Agent.objects.filter(pk=requester.agent_id).first()
+    check_depth_and_children(requester, depth, limits_for(me, config))
+    return Spawner(row, me, depth)
+
+
 def plan_spawn(requester: Requester, request: SpawnRequest) -> SpawnPlan:
     """The rules of reference §5.2, in its order. Raises SpawnRefused."""
     check_runtime_and_mode(request)
-    requester_row = Session.objects.filter(key=requester.session_key).first()
-    depth = (
-        requester_row.spawn_depth
-        if requester_row
-        else keys.subagent_depth_from_key(requester.session_key)
-    )
-    me = Agent.objects.filter(pk=requester.agent_id).first()
-    check_depth_and_children(requester, depth, limits_for(me, requester.config))
+    requester_row, me, depth = check_requester_limits(requester, requester.config)
     target_id, target = check_target(requester, request, me)
     check_model_and_thinking(request)
+    child_key = f"agent:{target_id}:subagent:{uuid.uuid4()}"
+    request = check_model_catalog(request, target_id, target, requester, child_key)
     try:
         chain = next_hop(
             tool="sessions_spawn",
@@ -329,7 +370,7 @@ def plan_spawn(requester: Requester, request: SpawnRequest) -> SpawnPlan:
         request=request,
         timeout=timeout,
         target_id=target_id,
-        child_key=f"agent:{target_id}:subagent:{uuid.uuid4()}",
+        child_key=child_key,
         depth=depth + 1,
         chain=chain,
         requester_channel=requester_row.row_channel if requester_row else "",
@@ -337,8 +378,6 @@ def plan_spawn(requester: Requester, request: SpawnRequest) -> SpawnPlan:
 
 
 def check_runtime_and_mode(request: SpawnRequest) -> None:
-    if request.runtime == "acp":
-        raise SpawnRefused("runtime=acp is not available in this service; use runtime=subagent")
     mode = request.mode if request.mode in ("run", "session") else None
     if (mode or ("session" if request.thread else "run")) == "session" and not request.thread:
         raise SpawnRefused(
@@ -410,6 +449,20 @@ def check_model_and_thinking(request: SpawnRequest) -> None:
         raise SpawnRefused(
             f'Invalid thinking level "{request.thinking}". Use one of: {", ".join(THINKING_LEVELS)}.'
         )
+
+
+def check_model_catalog(
+    request: SpawnRequest, target_id: str, target: Agent | None, requester: Requester, key: str
+) -> SpawnRequest:
+    """An explicit model must be one the target agent serves (model_catalog.py): else an error
+    with the child's key and no run (reference §5.2 step 12). An alias becomes its model id."""
+    if not request.model:
+        return request
+    try:
+        model = model_catalog.resolve(target, target_id, request.model, requester.config)
+    except model_catalog.ModelNotAllowed as exc:
+        raise SpawnRefused(str(exc), child_key=key) from None
+    return dataclasses.replace(request, model=model)
 
 
 # --- do ---------------------------------------------------------------------------------------
@@ -514,6 +567,14 @@ def sessions_spawn(*, requester: Requester, args: dict[str, Any] | None) -> dict
     modelApplied?, attachments?} or {status: "error" | "forbidden", error}."""
     request = read_request(args)
     try:
+        if request.runtime == "acp":
+            from ..acp.spawn import spawn_acp  # the ACP runtime's own rules (docs/acp.md)
+
+            return spawn_acp(requester, request)
+        if request.stream_to is not None:
+            raise SpawnRefused(
+                f"streamTo is only supported for runtime=acp; got runtime={request.runtime}"
+            )
         return start_spawn(plan_spawn(requester, request))
     except SpawnRefused as refused:
         return refused.result

@@ -11,6 +11,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument
 
 from ..identity import Requester
@@ -40,7 +41,7 @@ EXECUTION = obj(
 TASK_ROW = obj(
     {
         "taskId": STRING,
-        "runtime": {"type": "string", "enum": ["subagent"]},
+        "runtime": {"type": "string", "enum": ["subagent", "acp"]},
         "deliveryStatus": STRING,
         "execution": EXECUTION,
         "status": {
@@ -126,7 +127,7 @@ def task_row(task: Task) -> dict[str, Any]:
         execution["wait"] = {"kind": "agent_messages"}
     row: dict[str, Any] = {
         "taskId": task.task_id,
-        "runtime": "subagent",
+        "runtime": "acp" if (task.run.flow or {}).get("runtime") == "acp" else "subagent",
         "deliveryStatus": task.delivery_status,
         "execution": execution,
         "status": task.status,
@@ -334,7 +335,7 @@ async def subagents_async(
         return await sync_to_async(subagents)(requester=requester, args=args)
     task_ids = read_task_ids(a.taskIds)
     deadline = time.monotonic() + min(a.timeoutSeconds, MAX_WAIT_SECONDS)
-    snapshot = sync_to_async(wait_snapshot)
+    snapshot = db_step(wait_snapshot)
     while True:
         found = await snapshot(requester.session_key, task_ids)
         if found is not None:

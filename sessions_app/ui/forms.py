@@ -10,7 +10,8 @@ from django import forms
 from openclaw_common import keys
 
 ARCHIVED_CHOICES = [("", "Active"), ("true", "Archived"), ("all", "All")]
-KIND_CHOICES = [("", "Any kind")] + [(k, k) for k in keys.KINDS]
+SUBAGENT_KIND = "subagent"  # not one of OpenClaw's kinds (theirs say `other`): the browser's own
+KIND_CHOICES = [("", "Any kind")] + [(k, k) for k in keys.KINDS] + [(SUBAGENT_KIND, "sub-agent")]
 # Suggestions for the channel box (any value is accepted): OpenClaw's channels plus the two the
 # row derivation produces for sessions without one.
 CHANNEL_SUGGESTIONS = (

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 
 from django.urls import reverse
 
+from openclaw_common import keys
+
 from .. import sanitize
 from ..transcript import TOOL_RESULT, seq_of
 
@@ -25,6 +27,12 @@ _CARD_FIELDS = ("Status", "Result", "Notes", "Stats")
 _CARD_LINE = re.compile(r"^(Status|Result|Notes|Stats):\s?(.*)$")
 _STATS_KEY = re.compile(r"sessionKey (\S+)")
 ROLE_LABELS = {"user": "User", "assistant": "Assistant", TOOL_RESULT: "Tool result"}
+# An assistant message that is only one of these tokens says "nothing to send" (the reply loop,
+# the announce step): shown as a quiet marker, not as a message.
+SKIP_MARKERS = {"REPLY_SKIP": "reply step skipped", "ANNOUNCE_SKIP": "announce skipped"}
+# A tool call with its result shows open when both are at most this long, folded otherwise.
+OPEN_CARD_CHARS = 600
+OPEN_CARD_LINES = 16
 
 
 def session_url(key: str) -> str:
@@ -111,6 +119,22 @@ def preview(message: dict | None) -> str:
     return text
 
 
+def subagent(data: dict) -> dict | None:
+    """What marks a sessions_list row as a sub-agent's, or None. OpenClaw's row says kind
+    `other` and channel `unknown` for them (reference §1.4), which the tools keep; the browser
+    shows the spawner, the task label and the run state instead."""
+    key = data.get("key") or ""
+    parent = data.get("spawnedBy") or ""
+    if not (keys.is_subagent_key(key) or parent or (data.get("spawnDepth") or 0) > 0):
+        return None
+    return {
+        "parent": parent,
+        "parent_url": session_url(parent) if parent else "",
+        "label": data.get("label") or "",
+        "state": data.get("status") or "no run",
+    }
+
+
 def row(data: dict, *, now: int) -> dict:
     """A session_row() dict plus what the list template needs (underscore-free names)."""
     light = data["_light"]
@@ -130,6 +154,7 @@ def row(data: dict, *, now: int) -> dict:
         "input_tokens": compact_number(light.input_tokens),
         "output_tokens": compact_number(light.output_tokens),
         "children": len(data.get("childSessions") or []),
+        "subagent": subagent(data),
     }
 
 
@@ -288,6 +313,8 @@ def message(data: dict, *, image_base: str) -> dict:
             "role": str(provenance.get("sourceRole") or ""),
         }
     blocks = _blocks(data.get("content"), image_url=f"{image_base}{seq}/")
+    if role == TOOL_RESULT:
+        blocks = [_pretty_result_block(b) for b in blocks]
     text = message_text(data)
     card = announce_card(text) if role != TOOL_RESULT else None
     truncated = sanitize.TRUNCATION_SUFFIX in text
@@ -309,7 +336,53 @@ def message(data: dict, *, image_base: str) -> dict:
         "blocks": blocks,
         "card": card,
         "truncated": truncated,
+        "skip": SKIP_MARKERS.get(text.strip()) if role == "assistant" else None,
+        "skip_token": text.strip(),
+        "paired_with": None,  # the seq of the message whose tool call shows this result
     }
+
+
+def _pretty_result_block(block: dict) -> dict:
+    """A tool result's text that is JSON, indented as tool arguments are."""
+    text = block.get("text") if block.get("type") == "text" else None
+    if not isinstance(text, str) or not text.lstrip().startswith(("{", "[")):
+        return block
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return block
+    return {**block, "text": pretty_json(value), "pretty": True}
+
+
+def _card_is_short(call: dict, result: dict) -> bool:
+    texts = [call.get("args") or ""] + [str(b.get("text") or "") for b in result["blocks"]]
+    joined = "\n".join(texts)
+    return len(joined) <= OPEN_CARD_CHARS and joined.count("\n") < OPEN_CARD_LINES
+
+
+def pair_tool_calls(messages: list[dict]) -> list[dict]:
+    """Each tool result whose call is on the same page goes into that call's card (args and
+    result together, open when short); the result's own message becomes a quiet stub that keeps
+    its seq (links, live updates). A result without its call on the page shows as before."""
+    calls: dict[str, tuple[dict, dict]] = {}
+    for message in messages:
+        for block in message["blocks"]:
+            if block.get("type") == "tool_call" and block.get("id"):
+                calls[block["id"]] = (message, block)
+        found = calls.pop(message["tool_call_id"], None) if message["is_tool_result"] else None
+        if found is None:
+            continue
+        call_message, block = found
+        result = {
+            "seq": message["seq"],
+            "blocks": message["blocks"],
+            "is_error": message["is_error"],
+            "truncated": message["truncated"],
+        }
+        block["result"] = result
+        block["open"] = _card_is_short(block, result)
+        message["paired_with"] = call_message["seq"]
+    return messages
 
 
 def _tree_node(row: dict) -> dict:
@@ -320,6 +393,8 @@ def _tree_node(row: dict) -> dict:
         "status": row.get("run_status") or "",
         "archived": row.get("archived_at") is not None,
         "kind": row.get("kind") or "",
+        "label": row.get("label") or "",
+        "subagent": keys.is_subagent_key(row["key"]) or bool(row.get("spawned_by")),
         "children": [_tree_node(c) for c in row.get("children", [])],
     }
 

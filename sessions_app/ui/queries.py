@@ -1,8 +1,8 @@
 """What the browser reads, as a few bounded queries per page (the tests pin the counts).
 
 List: one query for the page (keyset on (updated_at, id), the `session_activity` index order),
-the children of its rows (rows.page_rows: in the page's statement on PostgreSQL, one more query
-elsewhere), one for the last messages (transcript.last_messages).
+one for the children of its rows (rows.page_rows: by the page's keys, so the lookup is planned
+with them), one for the last messages (transcript.last_messages).
 Transcript: index range scans on (session, seq) via transcript.read_page, so the first page of a
 long transcript costs what it costs for a short one.
 """
@@ -19,7 +19,7 @@ from .. import sanitize, transcript
 from ..models import Message, Run, Session, now_ms
 from ..rows import page_rows, session_row
 from . import search
-from .forms import Cursor
+from .forms import SUBAGENT_KIND, Cursor
 
 LIST_PAGE = 50
 MESSAGE_PAGE = 50
@@ -27,6 +27,9 @@ MAX_AFTER_PAGE = 200
 RUNS_SHOWN = 20
 CHILDREN_SHOWN = 50
 PREVIEW_MESSAGES = 3
+# A sub-agent's session, as present.subagent() tells one (spawned, or a `subagent:` key).
+SUBAGENT_Q = Q(spawn_depth__gte=1) | ~Q(spawned_by="") | Q(key__contains=":subagent:")
+
 # Run statuses (as the session row shows them, Run.SESSION_STATUS) that count as errors.
 ERROR_STATUSES = ("failed", "timeout")
 
@@ -51,7 +54,9 @@ def filtered_sessions(filters: dict, *, settings: keys.KeySettings, messages: bo
         qs = qs.active()
     elif archived == "true":
         qs = qs.archived()
-    if filters.get("kind"):
+    if filters.get("kind") == SUBAGENT_KIND:
+        qs = qs.filter(SUBAGENT_Q)
+    elif filters.get("kind"):
         qs = qs.filter(kind=filters["kind"])
     if filters.get("channel"):
         qs = qs.filter(row_channel=filters["channel"])

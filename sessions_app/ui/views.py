@@ -16,14 +16,16 @@ from functools import wraps
 from urllib.parse import urlencode
 
 from django.contrib import messages as flash
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument, NotFound
 
-from .. import store, transcript
+from .. import charts, store
+from ..jsonl_export import jsonl_response
 from ..models import Agent, GatewayConfig, Session, now_ms
 from ..runs import control
 from . import present, queries
@@ -150,7 +152,9 @@ def _urls(session: Session) -> dict:
 
 
 def _messages(page: queries.MessagePage, urls: dict) -> list[dict]:
-    return [present.message(m, image_base=urls["images"]) for m in page.messages]
+    return present.pair_tool_calls(
+        [present.message(m, image_base=urls["images"]) for m in page.messages]
+    )
 
 
 def _panel_context(request, session: Session, settings: keys.KeySettings, urls: dict) -> dict:
@@ -161,8 +165,10 @@ def _panel_context(request, session: Session, settings: keys.KeySettings, urls: 
         "session": session,
         "row": row,
         "metadata": present.metadata(row),
+        "subagent": present.subagent(row),
         "tree": present.tree(tree),
         "runs": [present.run(r) for r in runs],
+        "run_timeline": charts.run_timeline(runs, now=timezone.now()),
         "runs_more": len(runs) == queries.RUNS_SHOWN,
         "can_override": can_override(request.user),
         "policy_choices": POLICY_CHOICES,
@@ -254,12 +260,7 @@ def download(request, session: Session, settings: keys.KeySettings):
         return error_page(
             request, 403, "Only operators may download a transcript unmasked (raw=1)."
         )
-    response = StreamingHttpResponse(
-        transcript.export_jsonl(session, raw=raw),
-        content_type="application/x-ndjson; charset=utf-8",
-    )
-    response["Content-Disposition"] = f'attachment; filename="{_filename(session.key)}.jsonl"'
-    return response
+    return jsonl_response(request, session, raw=raw, filename=_filename(session.key))
 
 
 @viewer_required

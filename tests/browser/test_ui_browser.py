@@ -153,8 +153,12 @@ def test_viewer_walkthrough(world, worker, page, live_url):
     expect(page.locator("article.msg")).to_have_count(50)
     expect(page.locator("#seq-120")).to_be_in_viewport()
 
-    # 4. Expand a tool call: its arguments, pretty-printed.
+    # 4. A tool call: its arguments, pretty-printed, with its result in the same card (issue
+    # 17: open because both are short; the summary folds and unfolds it).
     call = page.locator("#seq-119 details.tool-call")
+    expect(call.locator("pre.json")).to_be_visible()
+    expect(call.locator(".tool-result-part")).to_contain_text("nightly #40: passed")
+    call.locator("summary").click()
     expect(call.locator("pre.json")).to_be_hidden()
     call.locator("summary").click()
     expect(call.locator("pre.json")).to_be_visible()
@@ -284,8 +288,10 @@ def test_narrow_screen_and_keyboard(world, page, live_url):
     expect(page.locator("li.srow .srow-link").first).to_be_focused()
     page.keyboard.press("Enter")
     expect(page).to_have_url(f"{live_url}/sessions/{DEV}/")
-    # Tool calls open from the keyboard too.
+    # Tool calls fold and open from the keyboard too (a short one starts open).
     summary = page.locator("#seq-119 details.tool-call summary")
     summary.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#seq-119 details.tool-call pre.json")).to_be_hidden()
     page.keyboard.press("Enter")
     expect(page.locator("#seq-119 details.tool-call pre.json")).to_be_visible()

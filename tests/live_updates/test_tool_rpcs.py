@@ -41,4 +41,7 @@ async def test_an_rpc_answers_what_tools_invoke_answers(operator, method, params
     async with connected(operator.token) as client:
         res = await client.request(method, params)
     invoked = await db(operator.invoke)(DECLARED[method], params)
-    assert res["ok"] and res["payload"] == invoked.json()["result"]["details"]
+    payload = dict(res["payload"])
+    if method == "chat.history":  # 9.6's deltaCursor is the RPC's own (test_chat_history_delta.py)
+        assert payload.pop("deltaCursor")
+    assert res["ok"] and payload == invoked.json()["result"]["details"]

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from openclaw_common.errors import Unauthenticated
 from sessions_app.models import Agent, ApiKey, Session
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 
@@ -122,6 +123,10 @@ async def test_first_frame_authentication(operator, main_session):
         assert refused["error"]["code"] == "unauthorized"
         bad = await client.request("connect", {"auth": {"token": "ocs_nope_nope"}})
         assert bad["error"]["code"] == "unauthorized"
+        missing = await client.request("connect", {"auth": {}})
+        # Issue 17.6: one 401 text everywhere, the HTTP API's included.
+        texts = {refused["error"]["message"], bad["error"]["message"], missing["error"]["message"]}
+        assert texts == {Unauthenticated.TEXT}
         hello = await client.request("connect", {"auth": {"token": operator.token}})
         assert hello["ok"] and hello["payload"]["type"] == "hello-ok"
         listed = await client.request("sessions.list", {"limit": 5})
@@ -305,10 +310,10 @@ async def test_bad_subscribe_params(operator, main_session, params, message):
     assert res["error"] == {"code": "invalid_request", "message": message}
 
 
-async def test_unknown_method(operator):
+async def test_unknown_method(operator):  # (sessions.delete is a method now: issue 14)
     async with connected(operator.token) as client:
-        res = await client.request("sessions.delete", {})
-    assert res["error"] == {"code": "unknown_method", "message": "unknown method: sessions.delete"}
+        res = await client.request("sessions.explode", {})
+    assert res["error"] == {"code": "unknown_method", "message": "unknown method: sessions.explode"}
 
 
 async def test_chat_history_and_sessions_list(operator, main_session):

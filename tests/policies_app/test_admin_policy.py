@@ -401,3 +401,21 @@ def test_a_viewer_sees_deliveries_but_cannot_retry(staff_viewer):
 def test_anonymous_users_are_sent_to_log_in(agents):
     response = Client().get(POLICY_URL)
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_editor_and_the_preview_number_rules_the_same_way(staff_operator):
+    """Issue 17.6: a rule typed at position 0 was "rule 1" in the preview. Saved rules are
+    renumbered 1, 2, 3… in evaluation order, and a blank row offers the next number."""
+    SendPolicy.load()
+    make_session(DISCORD_GROUP, channel="discord")
+    data = policy_post(
+        rules=[rule("allow", 7, channel="slack"), rule("deny", 0, channel="discord")]
+    )
+    assert staff_operator.post(POLICY_URL, data).status_code == 302
+    saved = list(SendPolicy.load().rules.all())
+    assert [(r.position, r.channel) for r in saved] == [(1, "discord"), (2, "slack")]
+
+    page = staff_operator.get(POLICY_URL, {"preview_key": DISCORD_GROUP})
+    assert page.context["preview"]["rule_number"] == 1 == saved[0].position
+    forms = page.context["inline_admin_formsets"][0].formset.forms
+    assert [f.initial.get("position") for f in forms] == [1, 2, 3]

@@ -33,9 +33,10 @@ def test_the_task_runs_the_reply_loop_and_the_announce_itself(sender, django_ass
     assert queued_tasks() == [plan.run_id]  # the send's own task, enqueued by the web process
     OrmQ.objects.all().delete()
 
-    # The follow-ups are neither enqueued nor read back: 11–13 queries per run (the first one
-    # is loaded with its session and agent; each step reads its speaker's agent).
-    with django_assert_num_queries(48):
+    # The follow-ups are neither enqueued nor read back: 13–15 queries per run (the first one
+    # is loaded with its session and agent; each step reads its speaker's agent; each turn
+    # takes its session's queued notifications, sessions_send mode=notify).
+    with django_assert_num_queries(56):
         assert engine.execute_run(plan.run_id) == Run.OK
 
     # main answers "ok" on turn 1, echo REPLY_SKIP on turn 2, then the announce: all done by

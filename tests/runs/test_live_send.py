@@ -76,7 +76,11 @@ def test_a_wait_that_times_out_leaves_the_run_going_and_can_be_rejoined(world):
     assert details["status"] == "timeout" and "the run continues" in details["error"]
     # Delivered, not replied: the message is there and the target's run is under way.
     assert details["delivered"] is True and details["sentBeforeError"] is True
-    assert details["targetRun"]["status"] == "running" and details["targetRun"]["startedAt"]
+    # (Queued or already running: on a loaded machine the worker may take longer than the
+    # 1-second wait to pick the run up; either way it goes on without the client.)
+    target_run = details["targetRun"]
+    assert target_run["status"] in ("queued", "running")
+    assert target_run["status"] == "queued" or target_run["startedAt"]
     # the client went away; it comes back and joins the same run
     joined = server.request("GET", f"/api/v1/runs/{details['runId']}/wait/?timeout=20", token=token)
     assert joined.status == 200 and joined.json()["status"] == "ok"

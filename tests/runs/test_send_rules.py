@@ -209,7 +209,12 @@ def test_a_chain_stops_at_its_turn_cap(agents):
                     "toolCalls": [
                         {
                             "name": "sessions_send",
-                            "arguments": {"sessionKey": "main", "message": "again"},
+                            # timeout 0: 9.6 refuses a waited send to the calling session.
+                            "arguments": {
+                                "sessionKey": "main",
+                                "message": "again",
+                                "timeoutSeconds": 0,
+                            },
                         }
                     ],
                     "reply": "{toolResult}",

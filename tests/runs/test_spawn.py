@@ -76,7 +76,7 @@ def test_the_requester_gets_a_status_result_notes_stats_report(agent_main, home)
     assert lines[2] == "Notes: All done, nothing urgent."
     assert lines[3].startswith("Stats: runtime ") and " • tokens " in lines[3]
     assert f"sessionKey {details['childSessionKey']}" in lines[3] and "sessionId " in lines[3]
-    assert "transcript /api/v1/sessions/" in lines[3]
+    assert "transcript /api/v1/transcripts/" in lines[3] and lines[3].endswith(".jsonl")
     assert (
         report.provenance["kind"] == "inter_session"
         and report.provenance["sourceRole"] == "subagent"
@@ -169,6 +169,7 @@ def test_an_invalid_model_is_an_error_and_starts_nothing(agent_main, home):
     details = spawn(agent_main, model="not a model!")
     assert details["status"] == "error" and "Invalid model" in details["error"]
     assert not Run.objects.exists()
+    make_agent("main", subagents={"allowAgents": ["research"]}, model="openai/gpt-5-mini")
     assert spawn(agent_main, model="openai/gpt-5-mini")["modelApplied"] == "openai/gpt-5-mini"
 
 

@@ -485,6 +485,8 @@ def gateway_form(**overrides) -> dict:
                 data[setting.field] = "on"
         elif setting.kind == "list":
             data[setting.field] = ", ".join(value)
+        elif setting.kind == "json":
+            data[setting.field] = json.dumps(value)
         else:
             data[setting.field] = str(value)
     data.update(overrides)
@@ -709,3 +711,18 @@ def test_stop_button_stops_the_session_and_its_sub_agents(op, viewer, agents):
 
 def test_completions_are_listed_for_viewers(viewer, agents):
     assert viewer.get(reverse("admin:sessions_app_completion_changelist")).status_code == 200
+
+
+def test_total_tokens_is_one_definition_on_the_admin_page_and_the_row(op, agents):
+    """Issue 17.6: 2,400 in / 610 out without a stored total, then a run of 128 + 20 = 148:
+    the total was 148 beside 2,528 / 630. It is input + output, in the admin and the API row."""
+    session = make_session("main", inputTokens=2400, outputTokens=610)
+    run = queued_run(session)
+    assert run.mark_finished(
+        Run.OK, reply="ok", usage={"input": 128, "output": 20, "totalTokens": 148}
+    )
+    session.refresh_from_db()
+    assert (session.input_tokens, session.output_tokens) == (2528, 630)
+    assert session.total_tokens == session.tokens_total == 3158
+    body = op.get(change("session", session.pk)).content.decode()
+    assert "Total tokens:" in body and "3158" in body and ">148<" not in body

@@ -13,9 +13,15 @@ def test_requester_first_then_allow_list_sorted(agent_main, agents):
     details = agent_main.details("agents_list")
     assert details["requester"] == "main" and details["allowAny"] is False
     assert details["agents"] == [
-        {"id": "main", "name": "Main", "description": "The main agent", "configured": True},
+        {
+            "id": "main",
+            "name": "Main",
+            "description": "The main agent",
+            "configured": True,
+            "models": [],
+        },
         {"id": "alpha", "configured": False},
-        {"id": "research", "name": "Research", "configured": True},
+        {"id": "research", "name": "Research", "configured": True, "models": []},
         {"id": "zeta", "configured": False},
     ]
 
@@ -32,7 +38,7 @@ def test_without_an_allow_list_only_the_requester(outsider):
     assert details == {
         "requester": "other",
         "allowAny": False,
-        "agents": [{"id": "other", "name": "Other", "configured": True}],
+        "agents": [{"id": "other", "name": "Other", "configured": True, "models": []}],
     }
 
 

@@ -32,7 +32,7 @@ CHECKS = [
 def tame(case) -> None:
     """Keep generated requests from waiting: no sends that wait, no SSE follow, no long joins
     (a real server would hold each for up to ten minutes)."""
-    if case.operation.path.endswith("/history/"):
+    if case.operation.path.endswith(("/history/", "/history")):  # OpenClaw's path too
         case.query = {**(case.query or {}), "follow": "false"}
     if case.operation.path.endswith("/wait/"):
         case.query = {**(case.query or {}), "timeout": 0}

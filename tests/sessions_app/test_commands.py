@@ -65,3 +65,15 @@ def test_demo_answers_the_readme_curl(db):
     }
     history = api.details("sessions_history", {"sessionKey": "main", "includeTools": True})
     assert any(m["role"] == "toolResult" for m in history["messages"])
+
+
+def test_serve_accepts_a_burst_of_connections(monkeypatch):
+    """uvicorn's default backlog (2048) made a burst's surplus connections retry their SYN for
+    up to a minute (issue 16); serve asks for 4096, or OPENCLAW_LISTEN_BACKLOG."""
+    from sessions_app.management.commands.serve import server_command
+
+    command = server_command("uvicorn", "127.0.0.1", 8000)
+    assert command[command.index("--backlog") + 1] == "4096"
+    monkeypatch.setenv("OPENCLAW_LISTEN_BACKLOG", "8192")
+    command = server_command("uvicorn", "127.0.0.1", 8000)
+    assert command[command.index("--backlog") + 1] == "8192"

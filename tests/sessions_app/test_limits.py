@@ -3,7 +3,9 @@ Retry-After), login throttling on both login forms, password rules for create_ui
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 
 import pytest
 from django.contrib.auth.models import User
@@ -103,6 +105,67 @@ def test_a_burst_of_one_credential_is_refused_before_any_key_lookup(
         == 401
     )
     assert ratelimit._by_credential == {}
+
+
+def asgi_call(path: str, authorization: str) -> tuple[int, dict, bytes]:
+    """One HTTP request through the project's ASGI application, as the server makes it."""
+    from openclaw_site.asgi import application
+
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"authorization", authorization.encode()), (b"host", b"localhost")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    asyncio.run(application(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
+
+
+@pytest.mark.parametrize(
+    "path", ["/tools/invoke", "/api/v1/runs/x/wait/", "/api/v1/sessions/agent:main:main/send/"]
+)
+def test_a_saturated_credential_is_refused_at_the_door(
+    db, settings, path, django_assert_num_queries
+):
+    """Past the limit, the 429 is written by the ASGI entry before Django builds a request: a
+    burst of 13,000 answered through Django's handler kept the event loop busy for minutes and
+    every other client's requests waited behind it (issue 16)."""
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 2
+    bad = "Bearer not-a-key"
+    held = hashlib.sha256(bad.encode()).hexdigest()
+    ratelimit._by_credential[held] = 2
+    try:
+        with django_assert_num_queries(0):
+            status, headers, body = asgi_call(path, bad)
+    finally:
+        ratelimit._by_credential.pop(held, None)
+    assert status == 429 and headers["retry-after"] == "1"
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body) == {
+        "ok": False,
+        "error": {
+            "type": "rate_limited",
+            "message": "too many concurrent requests: at most 2 in flight for this API key",
+        },
+    }
 
 
 # --- login throttling -------------------------------------------------------------------------

@@ -517,10 +517,13 @@ def test_every_tool_spec_is_an_object_schema_with_known_required_fields():
 def test_numeric_parameters_are_type_number_not_integer():
     numeric = {
         "sessions_list": {"limit", "activeMinutes", "messageLimit", "offset"},
-        "sessions_history": {"limit", "offset"},
+        "sessions_history": {"limit", "offset", "pendingBefore"},
+        "sessions_search": {"limit"},
         "sessions_send": {"timeoutSeconds"},
         "sessions_spawn": {"runTimeoutSeconds"},
         "subagents": {"recentMinutes", "timeoutSeconds"},
+        "sessions": {"ttlMinutes"},
+        "session_status": {"changesSince"},
     }
     for name, spec in tool_specs.TOOL_SPECS.items():
         props = spec.parameters["properties"]
@@ -540,8 +543,12 @@ def test_parameter_names_are_the_ones_the_tools_accept():
         "agentId",
         "message",
         "timeoutSeconds",
+        "mode",  # 9.6 §4.3
+        "watch",
     }
-    assert send["required"] == ["message"]
+    # Not required in the schema: 9.6 also takes it as SendMessage, content or text (the tool
+    # answers "message required" when none is given).
+    assert "required" not in send
     spawn = tool_specs.TOOL_SPECS["sessions_spawn"].parameters
     assert set(spawn["properties"]) == {
         "task",
@@ -554,6 +561,9 @@ def test_parameter_names_are_the_ones_the_tools_accept():
         "expectsCompletionMessage",
         "attachments",
         "attachAs",
+        "runtime",  # "subagent" | "acp" (docs/acp.md)
+        "cwd",
+        "streamTo",
     }
     assert spawn["required"] == ["task"]
     assert spawn["properties"]["cleanup"]["enum"] == ["delete", "keep"]
@@ -592,6 +602,7 @@ def test_an_orchestrator_subagent_gets_the_orchestrator_tools():
     assert names(offered) == [
         "sessions_list",
         "sessions_history",
+        "sessions_search",
         "sessions_spawn",
         "sessions_yield",
         "subagents",
@@ -609,20 +620,27 @@ def test_allow_list_can_give_a_subagent_session_tools():
 
 
 def test_deny_list_removes_tools():
-    assert names(tools_for([], ["sessions_send", "agents_list"], is_subagent=False)) == [
+    assert names(
+        tools_for([], ["sessions_send", "agents_list", "session_status"], is_subagent=False)
+    ) == [
         "sessions_list",
         "sessions_history",
+        "sessions_search",
         "sessions_spawn",
         "sessions_yield",
         "subagents",
+        "sessions",
     ]
     assert names(tools_for(["*"], ["sessions_spawn"], is_subagent=True)) == [
         "sessions_list",
         "sessions_history",
+        "sessions_search",
         "sessions_send",
         "sessions_yield",
         "subagents",
         "agents_list",
+        "session_status",
+        "sessions",
     ]
     assert tools_for([], ["*"], is_subagent=False) == []
 

@@ -47,3 +47,16 @@ def test_message_rows_give_the_stored_payloads(agents):
     assert [row.payload() for row in found] == [transcript.payload(m) for m in messages]
     assert [row.seq for row in found] == [1, 2, 3]
     assert [row.scan_needed for row in found] == [False, True, False]
+
+
+def test_children_are_found_for_keys_with_array_syntax_in_them(agents):
+    """PostgreSQL reads the children by one array of the page's keys: quotes, commas, braces and
+    backslashes in a key stay part of the key."""
+    odd = 'agent:main:discord:group:a,b"c{d}\\e'
+    parent = make_session(odd)
+    make_session("agent:main:subagent:odd", spawnedBy=odd)
+
+    [row] = rows.page_rows(Session.objects.filter(pk=parent.pk).by_activity()[:1])
+
+    assert row.key == odd
+    assert list(row.children) == ["agent:main:subagent:odd"]

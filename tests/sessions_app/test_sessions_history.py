@@ -34,7 +34,7 @@ def test_returns_raw_messages_oldest_first_with_seq(agent_main, main_session):
     assert details["sessionKey"] == "agent:main:main"
     first, second = details["messages"]
     assert first["role"] == "user" and first["content"] == "hi" and first["senderName"] == "alice"
-    assert second["stopReason"] == "stop" and second["__openclaw"] == {"seq": 2}
+    assert second["stopReason"] == "stop" and second["__openclaw"]["seq"] == 2
     assert details["truncated"] is False and details["droppedMessages"] is False
     assert details["bytes"] == len(
         json.dumps(details["messages"], ensure_ascii=False, separators=(",", ":")).encode()
@@ -64,7 +64,15 @@ def test_limit_keeps_the_last_messages_and_defaults_to_200(agent_main, main_sess
 def test_limit_is_capped_at_1000(agent_main, main_session):
     add_messages(main_session, *[user("x") for _ in range(1000)])
     add_messages(main_session, *[user("y") for _ in range(5)])
-    assert len(history(agent_main, limit=10**6)["messages"]) == 1000
+    # 1000 rows (plus one to learn whether more exist) are read; with the 9.6 metadata they
+    # no longer fit in 80 KiB, so the byte cap then drops the oldest of them.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        details = history(agent_main, limit=10**6)
+    assert any("LIMIT 1001" in q["sql"] for q in queries.captured_queries)
+    assert details["messages"][-1]["content"] == "y" and details["droppedMessages"] is True
 
 
 @pytest.mark.parametrize("include_tools", [False, True])
@@ -195,7 +203,7 @@ def test_a_single_message_over_the_cap_becomes_a_placeholder(agent_main, main_se
         {
             "role": "assistant",
             "content": "[sessions_history omitted: message too large]",
-            "__openclaw": {"seq": 1},
+            "__openclaw": {"id": "00000001", "seq": 1},
         }
     ]
     assert details["droppedMessages"] is True and details["truncated"] is True
@@ -204,20 +212,18 @@ def test_a_single_message_over_the_cap_becomes_a_placeholder(agent_main, main_se
 def test_http_history_pages_by_cursor(agent_main, main_session):
     add_messages(main_session, *[user(f"m{i}") for i in range(10)])
     first = agent_main.get("/api/v1/sessions/main/history/", {"limit": 4}).json()
-    assert [m["content"] for m in first["items"]] == ["m6", "m7", "m8", "m9"]
-    assert (
-        first["items"] == first["messages"]
-        and first["hasMore"] is True
-        and first["nextCursor"] == "7"
-    )
+    assert [m["content"] for m in first["messages"]] == ["m6", "m7", "m8", "m9"]
+    # Issue 17.6: one list, `messages` (as the tool and the API schema name it), not twice.
+    assert "items" not in first
+    assert first["hasMore"] is True and first["nextCursor"] == "7"
     second = agent_main.get(
         "/api/v1/sessions/main/history/", {"limit": 4, "cursor": "seq:7"}
     ).json()
-    assert [m["content"] for m in second["items"]] == ["m2", "m3", "m4", "m5"]
+    assert [m["content"] for m in second["messages"]] == ["m2", "m3", "m4", "m5"]
     last = agent_main.get(
         "/api/v1/sessions/main/history/", {"limit": 4, "cursor": second["nextCursor"]}
     ).json()
-    assert [m["content"] for m in last["items"]] == ["m0", "m1"] and last["hasMore"] is False
+    assert [m["content"] for m in last["messages"]] == ["m0", "m1"] and last["hasMore"] is False
     assert "nextCursor" not in last
 
 
@@ -249,7 +255,7 @@ def test_history_query_count_is_fixed(agent_main, main_session, django_assert_nu
 
     add_messages(main_session, *[user("x") for _ in range(300)])
     requester = requester_for(ApiKey.objects.get(scope="agent", sandboxed=False))
-    with django_assert_num_queries(2):  # the session, the page
+    with django_assert_num_queries(3):  # the session, its pending inputs, the page
         sessions_history(requester=requester, args={"sessionKey": "main", "limit": 200})
 
 
@@ -299,3 +305,48 @@ def test_rows_of_unknown_status_are_still_redacted(agent_main, main_session):
     details = history(agent_main)
     assert "abcdefghijklmnopqrstuvwxyz" not in details["messages"][0]["content"]
     assert details["contentRedacted"] is True
+
+
+def test_transcript_path_names_the_session_id_and_serves_the_same_export(agent_main, main_session):
+    add_messages(main_session, user("a"), assistant("b"))
+    rows = agent_main.details("sessions_list")["sessions"]
+    path = next(r["transcriptPath"] for r in rows if r["key"] == "agent:main:main")
+    assert path == f"/api/v1/transcripts/{main_session.session_id}.jsonl"
+
+    by_id = agent_main.get(path)
+    by_key = agent_main.get("/api/v1/sessions/agent%3Amain%3Amain/transcript.jsonl")
+
+    assert by_id.status_code == by_key.status_code == 200
+    assert by_id["Content-Type"] == by_key["Content-Type"]
+    assert b"".join(by_id.streaming_content) == b"".join(by_key.streaming_content)
+
+
+def test_transcript_by_session_id_checks_access_and_input(agent_main, outsider, main_session):
+    path = f"/api/v1/transcripts/{main_session.session_id}.jsonl"
+    assert outsider.get(path).status_code == 403
+    missing = agent_main.get("/api/v1/transcripts/0b7c1a52-0000-4000-8000-000000000000.jsonl")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
+    # A key is not a sessionId here: it is not looked up as one.
+    assert agent_main.get("/api/v1/transcripts/agent:main:main.jsonl").status_code == 404
+    assert agent_main.get(path, {"raw": "1"}).status_code == 403  # operator keys only
+    assert agent_main.get(path, {"bogus": "1"}).status_code == 400
+
+
+def test_flags_on_a_small_history_mean_what_the_reference_says(agent_main, main_session):
+    """Issue 17.4. Reference §3.3: "Delete `details`, `usage`, `cost` keys if present (each
+    deletion marks contentTruncated)" and §3.4: `truncated = droppedMessages || contentTruncated
+    || hardCapped`. So the flags follow from those deletions and from cuts, and from nothing else:
+    the same four short messages are flagged only when one of them carried `usage`."""
+    plain = [user("hi"), assistant("hello"), user("and?"), assistant("done")]
+    add_messages(main_session, *plain)
+    details = history(agent_main)
+    assert len(details["messages"]) == 4 and details["bytes"] < 1000
+    flags = ("truncated", "droppedMessages", "contentTruncated", "contentRedacted")
+    assert {name: details[name] for name in flags} == dict.fromkeys(flags, False)
+    assert not any(TRUNCATION_SUFFIX in str(m["content"]) for m in details["messages"])
+
+    add_messages(main_session, {**assistant("with tokens"), "usage": {"input": 12, "output": 3}})
+    details = history(agent_main, limit=4)
+    assert "usage" not in details["messages"][-1]
+    assert details["contentTruncated"] is True and details["truncated"] is True
+    assert details["droppedMessages"] is False and details["contentRedacted"] is False

@@ -11,7 +11,15 @@ from django.test import Client
 from sessions_app.api import schema as api_schema
 from sessions_app.runs import tool_specs
 from sessions_app.tools import TOOLS
-from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
+from tests.conftest import (
+    add_messages,
+    assistant,
+    make_agent,
+    make_session,
+    set_config,
+    tool_result,
+    user,
+)
 
 NAMES = list(TOOLS.names)
 
@@ -26,11 +34,14 @@ def test_the_registry_lists_every_tool_module_once():
     assert NAMES == [
         "sessions_list",
         "sessions_history",
+        "sessions_search",
         "sessions_send",
         "sessions_spawn",
         "sessions_yield",
         "subagents",
         "agents_list",
+        "session_status",
+        "sessions",
     ]
     assert tuple(NAMES) == tool_specs.ALL_TOOLS
 
@@ -60,7 +71,8 @@ def test_the_reader_accepts_what_is_offered_and_refuses_the_rest(name):
     # Accepted but offered to no one: OpenClaw's aliases and values this service only refuses.
     hidden = declaration.names - offered
     assert hidden == {
-        "sessions_spawn": {"runtime", "mode", "thread", "sandbox", "timeoutSeconds", "thinking"}
+        "sessions_spawn": {"mode", "thread", "sandbox", "timeoutSeconds", "thinking"},
+        "sessions_send": {"SendMessage", "content", "text"},
     }.get(name, set())
     with pytest.raises(Exception, match=f"Unknown argument for {name}: nope"):
         declaration.read({"nope": 1})
@@ -80,6 +92,7 @@ def results(operator, agents, settings, tmp_path):
     session = make_session("agent:main:discord:group:dev", label="dev")
     add_messages(session, user("hello"), assistant("hi there"))
     add_messages(make_session("agent:main:main"), user("go"), tool_result("done"))
+    make_agent("research", name="Research", model="scripted/echo")  # serves the spawn's model
     # The spawn first, so the list shows a child and its parent.
     calls = {
         "sessions_spawn": {
@@ -90,6 +103,7 @@ def results(operator, agents, settings, tmp_path):
         },
         "sessions_list": {"messageLimit": 2},
         "sessions_history": {"sessionKey": "main", "includeTools": True},
+        "sessions_search": {"query": "hello", "includeTools": True},
         "sessions_send": {
             "sessionKey": "agent:main:discord:group:dev",
             "message": "ping",
@@ -99,6 +113,12 @@ def results(operator, agents, settings, tmp_path):
         "sessions_yield": {},
         "subagents": {"action": "list"},
         "agents_list": {},
+        "session_status": {"changesSince": 0, "model": "scripted/echo"},
+        "sessions": {
+            "action": "patch",
+            "sessionKey": "agent:main:discord:group:dev",
+            "pinned": True,
+        },
     }
     found = {}
     for name, args in calls.items():
@@ -119,6 +139,8 @@ def test_results_match_the_declared_shape(results, name):
         rows = details["sessions"]
         assert any("spawnedBy" in r for r in rows) and any(r["childSessions"] for r in rows)
         assert any(r.get("messages") for r in rows) and any("status" in r for r in rows)
+    if name == "sessions_search":
+        assert details["results"]
 
 
 def test_refusals_match_the_declared_refusal(operator, agents):

@@ -113,3 +113,17 @@ def test_last_used_is_recorded(agent_main):
 def test_a_token_with_nul_is_401_not_a_database_error(anonymous, agents):
     anonymous.token = "ocs_000000000000_a\x00b"
     assert anonymous.invoke("sessions_list").status_code == 401
+
+
+def test_an_idempotency_key_inside_args_is_a_400_saying_where_it_goes(agent_main, agents):
+    """Issue 17.5: it works at the top level or as a header; inside args the 400 says so."""
+    response = agent_main.invoke(
+        "sessions_send",
+        {"sessionKey": "agent:main:main", "message": "hi", "idempotencyKey": "k-1"},
+    )
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert message == (
+        "idempotencyKey goes at the top level of the body, beside tool and args (or in an "
+        "Idempotency-Key header), not inside args"
+    )

@@ -43,6 +43,8 @@ def test_a_row_shows_badges_name_time_preview_tokens_policy_and_run_status(viewe
     assert "Status: success Result: 4 unread" in row  # the last message, on one line
     assert "1.5k tokens" in row and "128k ctx" in row
     assert "policy-deny" in row and "send deny" in row
+    # Issue 17.6: only an override is badged; the rows that inherit say nothing about it.
+    assert html.count("send deny") == 1 and "send inherit" not in html
     assert "1 sub-agent" in row
     assert 'href="/sessions/agent:main:main/"' in row
     cron = html[html.index('data-key="agent:main:cron:daily"') :]
@@ -73,6 +75,8 @@ def test_the_preview_skips_tool_results_and_describes_tool_calls(viewer, agents)
         ("errors=1", {"agent:main:cron:daily"}),
         ("agent=research", set()),
         ("agent=main&kind=main", {"agent:main:main"}),
+        # Issue 17.2: the browser's own kind, sub-agents (OpenClaw's rows say `other`).
+        ("kind=subagent", {"agent:main:subagent:child-1", "agent:main:subagent:grandchild-1"}),
     ],
 )
 def test_filters(viewer, world, query, expected):
@@ -164,6 +168,14 @@ def test_search_finds_text_inside_content_blocks(viewer, agents):
     assert keys_on(viewer.get("/?q=invoice")) == ["agent:main:cron:blocks"]
 
 
+def test_message_text_is_found_by_the_function_sessions_search_uses(viewer, agents):
+    session = make_session("cron:accents")
+    add_messages(session, user("Un café à Zürich"))
+    make_session("cron:other")
+    assert keys_on(viewer.get("/?q=CAFE+zurich")) == ["agent:main:cron:accents"]  # whole words
+    assert keys_on(viewer.get("/?q=zur")) == []  # 9.6's rule: no prefixes in message text
+
+
 def test_search_with_only_punctuation_is_not_an_error(viewer, world):
     response = viewer.get("/?q=%27%3A%2A%21")
     assert response.status_code == 200
@@ -183,7 +195,9 @@ LIST_QUERIES = (
     + 1  # agents for the filter
     + 1  # gateway settings
     + 1  # the page
-    + (0 if connection.vendor == "postgresql" else 1)  # children of the rows (PG: in the page)
+    # children of the rows by the page's keys; on PostgreSQL too since issue 18 (a correlated
+    # subquery in the page's statement was planned from statistics and scanned the table per row)
+    + 1
     + 1  # their last messages
 )
 
@@ -233,11 +247,10 @@ def test_list_accepts_only_get(viewer, world):
 def test_a_search_that_runs_out_of_time_falls_back_to_metadata_and_says_so(
     viewer, world, monkeypatch
 ):
-    slow = search._PG_METADATA_SQL + (
-        " UNION SELECT session_id FROM sessions_app_message, pg_sleep(1)"
-        " WHERE to_tsquery('simple', %s) IS NOT NULL LIMIT %s"
-    )
-    monkeypatch.setattr(search, "_PG_SQL", slow)
+    def slow(tokens):
+        return "SELECT session_id FROM sessions_app_message, pg_sleep(1) LIMIT %s", [1]
+
+    monkeypatch.setattr(search.search, "matching_sessions_sql", slow)
     monkeypatch.setattr(search, "SEARCH_TIMEOUT_MS", 100)
     response = viewer.get("/?q=daily")
     assert response.status_code == 200
@@ -249,19 +262,31 @@ def test_a_search_that_runs_out_of_time_falls_back_to_metadata_and_says_so(
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL full-text search")
 def test_the_search_indexes_exist_and_are_used(world):
+    from sessions_app import search as message_search
+
+    sql, params = message_search.matching_sessions_sql(["nightly"])
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off")
-        cursor.execute(
-            "EXPLAIN SELECT session_id FROM sessions_app_message WHERE "
-            "to_tsvector('simple'::regconfig, sessions_app_message_text(content)) "
-            "@@ to_tsquery('simple'::regconfig, 'nightly:*')"
-        )
+        cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("EXPLAIN " + search._PG_METADATA_SQL, ["nightly:*"])
+        plan += "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("SET enable_seqscan = on")
-    assert "message_text_search" in plan
+    assert "message_search" in plan and "session_text_search" in plan
 
 
 def test_short_words_match_whole_words_only_longer_ones_as_prefixes():
     assert search.tsquery("ab deploy") == "'ab' & 'deploy':*"
     assert search.tsquery("it's a:b|c") == "'it' & 's' & 'a:b|c':*"
     assert search.tsquery("!!! ...") is None
+
+
+def test_a_sub_agent_row_shows_its_parent_task_and_run_state(viewer, world):
+    """Issue 17.2: not kind OTHER and channel unknown, but a sub-agent of its spawner."""
+    html = viewer.get("/").content.decode()
+    row = html[html.index('data-key="agent:main:subagent:child-1"') :]
+    row = row[: row.index("</li>")]
+    assert ">sub-agent</span>" in row and "task inbox" in row
+    assert "sub-agent of <span" in row and "agent:main:main" in row
+    assert 'title="Latest run">no run<' in row
+    assert ">other<" not in row and ">unknown<" not in row

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from sessions_app import transcript
-from sessions_app.models import Run
-from tests.conftest import add_messages, assistant, make_session, user
+from sessions_app.models import Run, Session
+from tests.conftest import add_messages, assistant, make_session, tool_result, user
 from tests.ui.conftest import PNG
 
 MAIN = "/sessions/agent:main:main/"
@@ -39,18 +39,56 @@ def test_messages_by_role_with_timestamps(viewer, world):
     assert "What&#x27;s on my calendar?" in first
 
 
-def test_tool_calls_and_results_are_collapsed_with_pretty_arguments(viewer, world):
+def test_a_tool_call_and_its_result_are_one_card_both_pretty_printed(viewer, world):
+    """Issue 17.3: the call and its result in one card (open: both are short), the result's
+    JSON indented as the arguments are; the result's own place is a quiet line."""
     html = viewer.get(MAIN).content.decode()
     call = article(html, 2)
-    assert '<details class="tool tool-call"><summary>Tool call <code>calendar_list</code>' in call
+    assert (
+        '<details class="tool tool-call has-result" open><summary>Tool call '
+        "<code>calendar_list</code>"
+    ) in call
     assert '<pre class="json">{\n  &quot;' in call  # indented (jsonb may reorder keys)
     assert (
         "&quot;day&quot;: &quot;today&quot;" in call and "&quot;tz&quot;: &quot;UTC&quot;" in call
     )
+    assert 'data-result-seq="3"' in call and "Standup" in call
+    assert '<pre class="json">[\n  {\n    &quot;' in call  # the result, indented too
     result = article(html, 3)
-    assert '<details class="tool tool-result">' in result and "<code>calendar_list</code>" in result
-    assert "Standup" in result
-    assert "<details open" not in call + result  # collapsed until clicked
+    assert 'class="msg quiet role-toolresult is-paired"' in html
+    assert "result of <code>calendar_list</code> shown with its call" in result
+    assert "Standup" not in result
+
+
+def test_a_long_call_card_is_folded_and_an_unpaired_result_stands_alone(viewer, agents):
+    session = make_session("cron:tools")
+    rows = [{"n": i, "text": "row"} for i in range(40)]
+    add_messages(
+        session,
+        {
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "c1", "name": "db_query", "arguments": {}}],
+        },
+        {**tool_result(json.dumps(rows), call_id="c1", name="db_query")},
+        {**tool_result("orphan output", call_id="gone", name="exec")},
+    )
+    html = viewer.get("/sessions/agent:main:cron:tools/").content.decode()
+    call = article(html, 1)
+    assert '<details class="tool tool-call has-result">' in call  # long: folded
+    assert "&quot;n&quot;: 39" in call
+    alone = article(html, 3)
+    assert '<details class="tool tool-result">' in alone and "orphan output" in alone
+
+
+def test_reply_skip_and_announce_skip_are_quiet_markers(viewer, agents):
+    session = make_session("cron:a2a")
+    add_messages(session, user("ping"), assistant("REPLY_SKIP"), assistant("ANNOUNCE_SKIP"))
+    html = viewer.get("/sessions/agent:main:cron:a2a/").content.decode()
+    skip, announce = article(html, 2), article(html, 3)
+    assert "is-skip" in html[html.index('id="seq-2"') - 80 : html.index('id="seq-2"')]
+    assert "reply step skipped (<code>REPLY_SKIP</code>)" in skip
+    assert "announce skipped (<code>ANNOUNCE_SKIP</code>)" in announce
+    assert '<span class="role">' not in skip + announce
 
 
 def test_thinking_is_behind_a_toggle_and_its_signature_is_not_shown(viewer, world):
@@ -271,7 +309,8 @@ def test_panel_shows_every_sessions_list_row_field(viewer, world):
         "lastAccountId", "transcriptPath", "spawnedBy", "parentSessionKey", "spawnDepth",
         "childSessions", "archived", "status",
     ]  # fmt: skip
-    assert "/api/v1/sessions/agent:main:main/transcript.jsonl" in meta
+    session_id = Session.objects.get(key="agent:main:main").session_id
+    assert f"/api/v1/transcripts/{session_id}.jsonl" in meta
     assert "agent:main:subagent:child-1" in meta  # childSessions
 
 

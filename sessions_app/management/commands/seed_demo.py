@@ -1,10 +1,12 @@
 """python manage.py seed_demo: an idempotent demo of every kind of session on several channels."""
 
+from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from openclaw_common import keys
-from sessions_app import store
+from sessions_app import config, store
+from sessions_app.acp.harnesses import echo_definition
 from sessions_app.agents import upsert_agent
 from sessions_app.models import GatewayConfig, Session, now_ms
 
@@ -196,12 +198,12 @@ SESSIONS = [
             tool_call(
                 "call_spawn_1",
                 "sessions_spawn",
-                {"task": "Summarise the inbox", "agentId": "main", "label": "summarise-inbox"},
+                {"task": "Summarise the inbox", "agentId": "research", "label": "summarise-inbox"},
             ),
             tool_result(
                 "call_spawn_1",
                 "sessions_spawn",
-                f'{{"status": "accepted", "childSessionKey": "agent:main:subagent:{SUBAGENT_ID}"}}',
+                f'{{"status": "accepted", "childSessionKey": "agent:research:subagent:{SUBAGENT_ID}"}}',
             ),
             assistant("I've started a sub-agent on it; I'll tell you when it reports back."),
         ],
@@ -293,7 +295,7 @@ SESSIONS = [
         [user("[node] disk usage 81%"), assistant("Disk is at 81%; I'll warn at 90%.")],
     ),
     (
-        f"agent:main:subagent:{SUBAGENT_ID}",
+        f"agent:research:subagent:{SUBAGENT_ID}",
         {
             "label": "summarise-inbox",
             "spawnedBy": "agent:main:main",
@@ -387,3 +389,16 @@ class Command(BaseCommand):
         self.stdout.write(
             f"seed_demo: {len(AGENTS)} agents, {len(SESSIONS)} sessions ({created} new), {appended} messages added"
         )
+        self.register_echo_harness()
+
+    def register_echo_harness(self) -> None:
+        """The ACP harness `echo` (docs/acp.md), unless an operator already defined one."""
+        harnesses = GatewayConfig.load().acp_agents or {}
+        if "echo" in harnesses:
+            return
+        workspace = django_settings.VAR_DIR / "acp" / "echo"
+        workspace.mkdir(parents=True, exist_ok=True)
+        config.update_config(
+            api_key=None, changes={"acp.agents": {**harnesses, "echo": echo_definition(workspace)}}
+        )
+        self.stdout.write(f"seed_demo: ACP harness echo registered (cwdRoot {workspace})")

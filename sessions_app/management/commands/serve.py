@@ -36,9 +36,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port, host, no_worker, server, web_workers, **options):
+        from sessions_app import retention
         from sessions_app.runs.sweeper import ensure_schedule
 
         ensure_schedule()
+        retention.ensure_schedules()
         python = sys.executable
         children = [subprocess.Popen(server_command(server, host, port, web_workers))]
         if not no_worker:
@@ -83,6 +85,11 @@ def server_command(server: str, host: str, port: int, workers: int = 1) -> list[
         "--ws-per-message-deflate", "false", "--ws-max-size", str(1024 * 1024),
         # Open SSE streams and WebSockets must not hold a restart for long.
         "--timeout-graceful-shutdown", "3",
+        # Connections waiting to be accepted. uvicorn's 2048 overflowed in a burst of 13,000
+        # (issue 16): a refused SYN is retried by the client's kernel after 1, 3, 7, 15, 31 s,
+        # so another client's new connection waited up to a minute. The kernel caps it at
+        # net.core.somaxconn (4096 on Linux 5.4+; raise that too for more).
+        "--backlog", os.environ.get("OPENCLAW_LISTEN_BACKLOG", "4096"),
         *(["--workers", str(workers)] if workers > 1 else []),
         *(["--no-access-log"] if os.environ.get("ACCESS_LOG", "1") == "0" else []),
     ]  # fmt: skip

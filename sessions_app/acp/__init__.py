@@ -1,0 +1,6 @@
+"""sessions_spawn runtime="acp": ACP (Agent Client Protocol) harnesses as workers (docs/acp.md).
+
+harnesses.py: the operator's `acp.agents` (validation, cwd and environment rules); spawn.py: the
+tool's ACP branch (checks, then the child session and its run); runtime.py: the worker's turn
+(drives client.py's harness process and writes its updates through transcript.py).
+"""

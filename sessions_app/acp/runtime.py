@@ -1,0 +1,157 @@
+"""The worker's side of runtime="acp": one turn of an ACP child (docs/acp.md).
+
+runs/engine.py hands a run of an ACP session here instead of a model backend. The turn starts
+the harness (client.py), and while it works, every batch of what it says is written to the
+child's transcript at once (transcript.py); between batches the run is checked for an abort or
+its deadline (the engine's `check_abort`, as for any turn). On abort, runTimeoutSeconds or a
+cascade stop: session/cancel, then the process ends, what came meanwhile is written, and open
+tool calls are closed. A harness that fails ends the run as `error` with the reason; what it
+had said stays in the transcript. The turn's reply (what the requester hears through the usual
+completion path) is the agent's text after its last tool call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from openclaw_common import keys
+
+from ..models import GatewayConfig, Run
+from ..runs.backends import BackendError, TurnAborted, TurnOutput
+from ..runs.backends.base import CheckAbort
+from ..runs.flow_state import Flow
+from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS, Event, HarnessProcess
+from .harnesses import Harness, HarnessError, configured
+from .transcript import TranscriptWriter
+
+POLL_SECONDS = 0.2
+# A turn is one django-q2 task, killed (with no chance to cancel) past Q_CLUSTER["timeout"]: the
+# turn stops itself this long before, cancelling the harness like a run timeout would.
+TASK_LIMIT_MARGIN_SECONDS = 15
+# After a cancel: the grace the harness gets, the process's end, and a margin.
+STOP_WAIT_SECONDS = CANCEL_GRACE_SECONDS + 3 * EXIT_GRACE_SECONDS + 2
+
+
+def is_acp_session(key: str) -> bool:
+    """`agent:<harness>:acp:<uuid>` (reference §1.1: rest starting with `acp:`)."""
+    parsed = keys.parse_agent_key(key)
+    return parsed is not None and parsed[1].startswith("acp:")
+
+
+@dataclass
+class AcpTurnOutput(TurnOutput):
+    """The messages are already in the transcript; only the reply and usage are left."""
+
+    final_text: str = ""
+
+    @property
+    def reply(self) -> str:
+        return self.final_text
+
+
+class TaskLimitReached(Exception):
+    pass
+
+
+def task_limit_seconds() -> float:
+    timeout = (getattr(settings, "Q_CLUSTER", {}) or {}).get("timeout") or 300
+    return max(5.0, float(timeout) - TASK_LIMIT_MARGIN_SECONDS)
+
+
+def harness_for(run: Run) -> Harness:
+    harness_id = run.session.agent_id
+    harnesses = configured(GatewayConfig.load())
+    if harness_id not in harnesses:
+        raise BackendError(f'ACP harness "{harness_id}" is no longer configured (acp.agents)')
+    return harnesses[harness_id]
+
+
+def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
+    harness = harness_for(run)
+    flow = Flow.from_json(run.flow)
+    try:
+        cwd = flow.cwd or str(harness.resolve_cwd(None))
+    except HarnessError as exc:
+        raise BackendError(exc.message) from None
+    writer = TranscriptWriter(
+        run.session,
+        parent_key=flow.requester if flow.stream_to == "parent" else None,
+        harness_id=harness.id,
+    )
+    process = HarnessProcess(harness, cwd=cwd, prompt=run.message)
+    limit = task_limit_seconds()
+    process.start()
+    try:
+        outcome = _follow(process, writer, _with_task_limit(check_abort, limit))
+    except TurnAborted as exc:
+        process.request_cancel()
+        _drain(process, writer)
+        writer.close("the run timed out" if str(exc) == "timeout" else "the run was stopped")
+        raise
+    except TaskLimitReached:
+        process.request_cancel()
+        _drain(process, writer)
+        writer.close("the turn reached the worker's task time limit")
+        raise BackendError(
+            f'ACP harness "{harness.id}": the turn was stopped after {limit:.0f}s, the worker\'s '
+            'task time limit (Q_CLUSTER["timeout"]); set runTimeoutSeconds below it, or raise it'
+        ) from None
+    finally:
+        if not process.join(0):
+            process.request_cancel()
+            process.join(STOP_WAIT_SECONDS)
+    return _result(harness, outcome, writer)
+
+
+def _with_task_limit(check_abort: CheckAbort, limit: float) -> CheckAbort:
+    started = time.monotonic()
+
+    def check() -> None:
+        check_abort()
+        if time.monotonic() - started > limit:
+            raise TaskLimitReached
+
+    return check
+
+
+def _follow(process: HarnessProcess, writer: TranscriptWriter, check_abort: CheckAbort) -> Event:
+    """Write what comes until the turn ends; returns the ("done" | "failed", data) event."""
+    while True:
+        batch = process.next_batch(POLL_SECONDS)
+        ended = [e for e in batch if e[0] in ("done", "failed")]
+        writer.write([e for e in batch if e[0] not in ("done", "failed")])
+        if ended:
+            return ended[0]
+        check_abort()
+
+
+def _drain(process: HarnessProcess, writer: TranscriptWriter) -> None:
+    """After a cancel: what the harness still says until it stops (bounded)."""
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        batch = process.next_batch(POLL_SECONDS)
+        writer.write([e for e in batch if e[0] not in ("done", "failed")])
+        if any(e[0] in ("done", "failed") for e in batch):
+            return
+
+
+def _result(harness: Harness, outcome: Event, writer: TranscriptWriter) -> TurnOutput:
+    kind, data = outcome
+    if kind == "failed":
+        writer.close("the harness failed")
+        raise BackendError(f'ACP harness "{harness.id}": {data.get("error")}')
+    stop = data.get("stopReason")
+    writer.close(f"the turn ended ({stop}) before the tool call finished")
+    if stop == "cancelled":
+        raise BackendError(f'ACP harness "{harness.id}" cancelled the turn')
+    if stop == "refusal":
+        raise BackendError(f'ACP harness "{harness.id}" refused the task (stopReason refusal)')
+    mapper = writer.mapper
+    return AcpTurnOutput(
+        messages=[],
+        usage=mapper.usage,
+        final_text=mapper.final_text.strip() or mapper.all_text.strip(),
+    )

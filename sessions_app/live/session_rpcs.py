@@ -1,0 +1,215 @@
+"""The session-management RPCs of /ws/ (9.6 §2.4): sessions.patch, sessions.patchMany,
+sessions.reset, sessions.delete, sessions.groups.list|put|rename|delete, sessions.assignOwner.
+
+Each is a plain function `(requester, params) -> payload` calling session_admin (the consumer
+runs it off the event loop); params are closed objects, so an unknown key is an
+`invalid_request` error frame, as are 9.6's retired and lineage fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openclaw_common import keys
+from openclaw_common.errors import AccessDenied, InvalidArgument
+
+from .. import session_admin
+from ..identity import Requester
+from ..models import Session
+from ..rows import session_row
+
+# Nobody is "current" over the gateway: archiving always names the expected sessionId.
+RPC_CALLER = session_admin.Caller(current_key="")
+ADDRESS = frozenset({"key", "agentId", "expectedSessionId"})
+PATCH_NAMES = (frozenset(session_admin.PATCH_FIELDS) - {"group"}) | {"category"}
+RETIRED = ("execSecurity", "execAsk")
+LINEAGE = ("spawnedBy", "spawnDepth", "subagentRole", "spawnedWorkspaceDir", "forkedFromParent")
+
+
+def closed(params: dict, allowed: frozenset[str]) -> None:
+    for name in RETIRED:
+        if name in params:
+            raise InvalidArgument(f"{name} is retired and cannot be patched")
+    for name in LINEAGE:
+        if name in params:
+            raise InvalidArgument(f"{name} is spawn lineage and cannot be patched")
+    unknown = sorted(k for k in params if k not in allowed)
+    if unknown:
+        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+
+
+def target(requester: Requester, params: dict, name: str = "key") -> Session:
+    """The session `params[name]` names (agentId, if given, must be its agent)."""
+    raw = params.get(name)
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > keys.MAX_KEY_LENGTH:
+        raise InvalidArgument(f"{name} must be a non-empty string")
+    session = session_admin.find_managed(requester, raw)
+    agent_id = params.get("agentId")
+    if agent_id is not None and agent_id != session.agent_id:
+        raise InvalidArgument("session key agent does not match agentId")
+    return session
+
+
+def expected(params: dict) -> str | None:
+    value = params.get("expectedSessionId")
+    if value is not None and not isinstance(value, str):
+        raise InvalidArgument("expectedSessionId must be a string")
+    return value
+
+
+def entry(session: Session, requester: Requester) -> dict:
+    children = list(
+        Session.objects.active().filter(spawned_by=session.key).values_list("key", flat=True)
+    )
+    return session_row(session, settings=requester.key_settings, children=children)
+
+
+def patch_changes(fields: dict) -> dict[str, Any]:
+    renamed = {("group" if k == "category" else k): v for k, v in fields.items()}
+    return session_admin.read_patch(renamed)
+
+
+def sessions_patch(requester: Requester, params: dict) -> dict:
+    closed(params, ADDRESS | PATCH_NAMES)
+    session = target(requester, params)
+    changes = patch_changes({k: v for k, v in params.items() if k not in ADDRESS})
+    result = session_admin.patch(
+        session,
+        changes,
+        caller=RPC_CALLER,
+        expected_session_id=expected(params),
+        settings=requester.key_settings,
+    )
+    session.refresh_from_db()
+    return {
+        "ok": True,
+        "key": result["sessionKey"],
+        "entry": entry(session, requester),
+        "updated": result["updated"],
+        "resolved": {
+            "modelProvider": session.model_provider or None,
+            "model": session.model or None,
+            "thinkingLevel": session.thinking_level or None,
+        },
+    }
+
+
+def sessions_patch_many(requester: Requester, params: dict) -> dict:
+    closed(params, frozenset({"targets", "patch"}))
+    fields = params.get("patch")
+    if not isinstance(fields, dict) or not fields:
+        raise InvalidArgument("patch must be an object with at least one field")
+    closed(fields, PATCH_NAMES)
+    changes = patch_changes(fields)
+    targets = params.get("targets")
+    if not isinstance(targets, list) or not 1 <= len(targets) <= session_admin.MAX_TARGETS:
+        raise InvalidArgument("targets must be an array of 1 to 100 entries")
+    outcomes = []
+    for i, item in enumerate(targets):
+        if not isinstance(item, dict):
+            raise InvalidArgument(f"targets[{i}] must be an object")
+        closed(item, ADDRESS)
+        key = item.get("key")
+        try:
+            session = target(requester, item)
+            session_admin.patch(
+                session,
+                changes,
+                caller=RPC_CALLER,
+                expected_session_id=expected(item),
+                settings=requester.key_settings,
+            )
+            outcomes.append(
+                {"ok": True, "key": keys.display_key(session.key, requester.key_settings)}
+            )
+        except (InvalidArgument, AccessDenied) as exc:
+            outcomes.append({"ok": False, "key": key, "error": exc.message})
+    return {"outcomes": outcomes}
+
+
+def sessions_reset(requester: Requester, params: dict) -> dict:
+    closed(params, ADDRESS | {"reason"})
+    if params.get("reason") not in (None, "new", "reset"):
+        raise InvalidArgument('reason must be "new" or "reset"')
+    session = target(requester, params)
+    result = session_admin.reset(
+        session, expected_session_id=expected(params), settings=requester.key_settings
+    )
+    return {**result, "entry": entry(session, requester)}
+
+
+def sessions_delete(requester: Requester, params: dict) -> dict:
+    allowed = ADDRESS | {
+        "deleteTranscript",
+        "expectedLifecycleRevision",
+        "expectedSessionUpdatedAt",
+        "emitLifecycleHooks",
+        "archivedOnly",
+    }
+    closed(params, allowed)
+    for flag in ("deleteTranscript", "emitLifecycleHooks", "archivedOnly"):
+        if flag in params and not isinstance(params[flag], bool):
+            raise InvalidArgument(f"{flag} must be boolean")
+    session = target(requester, params)
+    # An operator key is the gateway's owner (operator.admin): it may delete a live session;
+    # everyone else must archive it first (`archivedOnly:true`, as operator.write callers).
+    archived_only = params.get("archivedOnly", not requester.is_operator)
+    if not archived_only and not requester.is_operator:
+        raise InvalidArgument("archivedOnly must be true for this key")
+    return session_admin.delete(
+        session,
+        expected_session_id=expected(params),
+        archived_only=archived_only,
+        settings=requester.key_settings,
+    )
+
+
+def sessions_assign_owner(requester: Requester, params: dict) -> dict:
+    closed(params, frozenset({"key", "agentId", "owner"}))
+    owner = params.get("owner")
+    if not isinstance(owner, dict) or set(owner) != {"type", "id"}:
+        raise InvalidArgument("assign_owner requires ownerType and ownerId")
+    from ..tools.sessions import sessions as sessions_tool
+
+    return sessions_tool(
+        requester=requester,
+        args={
+            "action": "assign_owner",
+            "sessionKey": params.get("key"),
+            "ownerType": owner["type"],
+            "ownerId": owner["id"],
+        },
+    )
+
+
+def groups_list(requester: Requester, params: dict) -> dict:
+    closed(params, frozenset())
+    return session_admin.group_list()
+
+
+def groups_put(requester: Requester, params: dict) -> dict:
+    closed(params, frozenset({"names", "sectionOrder"}))
+    return session_admin.group_set(params.get("names"))
+
+
+def groups_rename(requester: Requester, params: dict) -> dict:
+    closed(params, frozenset({"name", "to"}))
+    return session_admin.group_rename(params.get("name"), params.get("to"))
+
+
+def groups_delete(requester: Requester, params: dict) -> dict:
+    closed(params, frozenset({"name"}))
+    return session_admin.group_delete(params.get("name"))
+
+
+RPCS = {
+    "sessions.patch": sessions_patch,
+    "sessions.patchMany": sessions_patch_many,
+    "sessions.reset": sessions_reset,
+    "sessions.delete": sessions_delete,
+    "sessions.assignOwner": sessions_assign_owner,
+    "sessions.groups.list": groups_list,
+    "sessions.groups.put": groups_put,
+    "sessions.groups.rename": groups_rename,
+    "sessions.groups.delete": groups_delete,
+}

@@ -1,0 +1,143 @@
+"""What sessions_send's 9.6 modes leave behind (9.6 §2.2, §4.3): watchers registered with
+`watch: true`, and notifications (`mode: "notify"`) waiting for the target's next turn.
+
+9.6 keeps notifications in process memory (lost on restart). Here a notification is a row, read
+and consumed by the target's next turn (runs/engine.py), so it survives a restart and reaches
+whichever worker runs that turn; the result says `durability: "database"`.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import connection, models, transaction
+from django.utils import timezone
+
+from openclaw_common import keys
+
+from .models import Session
+
+# Per target session; the oldest are evicted beyond it (9.6: bounded, evictable).
+MAX_NOTIFICATIONS = 20
+NOTIFY_HEADER = (
+    "Notifications queued for this session since its last turn (context, not a request):"
+)
+WATCH_NOTICE = (
+    'Session "{target}" changed (other actor). Reconcile before acting: session_status '
+    'sessionKey "{target}" changesSince {version}.'
+)
+
+
+class SessionWatcher(models.Model):
+    """`watcher_key` watches `session` from state version `cursor` on (9.6 §2.2). No unwatch."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="watchers")
+    watcher_key = models.CharField(max_length=keys.MAX_KEY_LENGTH)
+    cursor = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        app_label = "sessions_app"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "watcher_key"], name="session_watcher_unique"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.watcher_key} watches {self.session_id}@{self.cursor}"
+
+
+class SessionNotification(models.Model):
+    """Context queued for a session's next turn without waking it (`mode: "notify"`)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="notifications")
+    source_key = models.CharField(max_length=keys.MAX_KEY_LENGTH, blank=True)
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        app_label = "sessions_app"
+        indexes = [models.Index(fields=["session", "created_at"], name="notification_session")]
+
+    def __str__(self):
+        return f"notification {self.id} for {self.session_id}"
+
+
+def watch(session: Session, watcher_key: str) -> bool:
+    """Register `watcher_key` as a watcher of `session` from its current state version; a
+    repeat keeps the first registration's cursor. True when it is watching."""
+    from .state_log import version_of
+
+    if not watcher_key or watcher_key == session.key:
+        return False
+    SessionWatcher.objects.get_or_create(
+        session=session, watcher_key=watcher_key, defaults={"cursor": version_of(session.pk)}
+    )
+    return True
+
+
+def watch_notice(target_key: str, version: int) -> str:
+    """The notice text a watcher gets when the target changed (9.6 §2.2, exact)."""
+    return WATCH_NOTICE.format(target=target_key, version=version)
+
+
+def notify(session: Session, text: str, *, source_key: str) -> str:
+    """Queue `text` for the session's next turn; evicts the oldest beyond the bound. Its id."""
+    with transaction.atomic():
+        note = SessionNotification.objects.create(session=session, source_key=source_key, text=text)
+        stale = SessionNotification.objects.filter(session=session).order_by("-created_at")[
+            MAX_NOTIFICATIONS:
+        ]
+        SessionNotification.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
+    return str(note.pk)
+
+
+def take_notifications(session_pk: int) -> str:
+    """The queued notifications as a prompt block, consumed; "" when none. One statement
+    (DELETE … RETURNING, PostgreSQL and SQLite ≥ 3.35): every turn runs it."""
+    from . import rawsql
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {rawsql.table(SessionNotification)} WHERE session_id = %s"
+            " RETURNING created_at, source_key, text",
+            [session_pk],
+        )
+        notes = sorted(cursor.fetchall(), key=lambda row: str(row[0]))
+    if not notes:
+        return ""
+    lines = [NOTIFY_HEADER]
+    lines += [f"- from {source or 'unknown'}: {text}" for _, source, text in notes]
+    return "\n".join(lines)
+
+
+def notify_watchers(session_pk: int, *, actor_id: str) -> int:
+    """Queue the §2.2 notice for each watcher of the session but the actor, one per
+    watcher/target pair (a newer notice replaces an unread one). The watcher's next turn reads
+    it (9.6 wakes main-session watchers at once; here every watcher sees it next turn).
+    Returns how many were queued. Runs in the caller's transaction."""
+    watchers = list(
+        SessionWatcher.objects.filter(session_id=session_pk)
+        .exclude(watcher_key=actor_id)
+        .values_list("watcher_key", "cursor", "session__key")
+    )
+    if not watchers:
+        return 0
+    sessions = dict(
+        Session.objects.filter(key__in=[w[0] for w in watchers]).values_list("key", "pk")
+    )
+    queued = 0
+    for watcher_key, cursor, target_key in watchers:
+        watcher_pk = sessions.get(watcher_key)
+        if watcher_pk is None:
+            continue
+        SessionNotification.objects.filter(
+            session_id=watcher_pk, source_key=target_key, text__startswith='Session "'
+        ).delete()
+        SessionNotification.objects.create(
+            session_id=watcher_pk, source_key=target_key, text=watch_notice(target_key, cursor)
+        )
+        queued += 1
+    return queued

@@ -1,0 +1,576 @@
+"""Managing sessions (9.6 §2.3 the `sessions` tool, §2.4 sessions.patch/reset/delete/groups.*).
+
+One function per action, called by the tool (tools/sessions.py), the REST views, the WebSocket
+RPCs (live/session_rpcs.py) and, later, commands and retention:
+
+- `find_managed(requester, raw)`: the session a caller may manage (visibility as the other tools;
+  an operator key, the gateway's owner, manages every session).
+- `read_patch(raw)` → changes; `patch(session, changes, …)`; `patch_targets(…)` for batches.
+- `archive(session, …)` / `restore(session)`: archiving stops the session's work first.
+- `reset(session, …)`: a new sessionId; the old transcript moves to an archived row, browsable.
+- `delete(session, …)`: only an archived session; `archive_then_delete()` is the tool's order.
+- `group_list()`, `group_set(names)`, `group_rename(name, to)`, `group_delete(name)`.
+
+Every refusal is a domain error with 9.6's text (InvalidArgument 400, Forbidden 403).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from openclaw_common import keys
+from openclaw_common.errors import AccessDenied, InvalidArgument
+
+from . import store
+from .identity import Requester
+from .models import Message, Run, Session, SessionGroup, live_hint, new_session_id, now_ms
+from .resolve import find_session, forbidden_text, not_found_text
+
+NAMED_ICONS = ("braces", "book", "monitor", "bot", "kanban", "coins")
+MAX_ICON_BYTES = 16 * 1024
+MAX_STATUS_NOTE = 120
+MAX_GROUP_NAME = 512
+MAX_TARGETS = 100
+MAX_ERROR_BYTES = 512
+
+# Tool field → how it is read. Strings: empty clears. (`group` is also null-able.)
+STRING_FIELDS = ("label", "icon", "color", "statusNote", "model", "thinkingLevel", "sendPolicy")
+BOOLEAN_FIELDS = ("pinned", "archived")
+PATCH_FIELDS = (*STRING_FIELDS, *BOOLEAN_FIELDS, "group", "attention", "ttlMinutes")
+# The RPC spells the group `category` (sessions.patch); both are accepted there.
+RPC_ALIASES = {"category": "group"}
+
+LIFECYCLE_TEXT = "Session lifecycle action requires a durable session identity"
+SCHEDULED_TEXT = "Session will be archived after the current agent run finishes."
+ARCHIVE_SELF_IN_BATCH = (
+    "Archive the current session with a single patch; it is deferred until this run finishes."
+)
+
+
+def not_visible_text(raw: str) -> str:
+    return f"Session not visible from session tools: {raw}"
+
+
+def find_managed(requester: Requester, raw: str) -> Session:
+    """The session `raw` (a key or a sessionId) names, if `requester` may manage it.
+
+    Owner-gated (9.6 §2.3): an operator key is the gateway's owner and manages any session; an
+    agent key manages what its visibility lets it see (its own agent's sessions under
+    tools.sessions.visibility; a sandboxed key only what it spawned). A miss is a 400 (9.6's
+    resolver failures are), a hidden session a 403, checked first so existence is not told."""
+    session, canonical, by_key = find_session(requester, raw)
+    if not requester.is_operator and (session is not None or by_key):
+        from . import visibility
+
+        policy = visibility.policy_for(requester)
+        spawned_by = session.spawned_by if session else ""
+        if forbidden_text(policy, raw, canonical=canonical, spawned_by=spawned_by, action="status"):
+            raise AccessDenied(not_visible_text(raw))
+    if session is None:
+        raise InvalidArgument(not_found_text(raw))
+    return session
+
+
+def has_run_in_flight(session: Session) -> bool:
+    return Run.objects.filter(session=session).in_flight().exists()
+
+
+# --- patch ------------------------------------------------------------------------------------
+
+
+def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
+    """The patch fields present in `raw`, checked; `Patch setting required` when there are none."""
+    changes: dict[str, Any] = {}
+    for name in PATCH_FIELDS:
+        if name not in raw:
+            continue
+        value = raw[name]
+        if name in BOOLEAN_FIELDS:
+            if not isinstance(value, bool):
+                raise InvalidArgument(f"{name} must be boolean")
+        elif name == "group":
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgument("group must be a string")
+            value = (value or "").strip()
+            if len(value) > MAX_GROUP_NAME:
+                raise InvalidArgument("group too long")
+        elif name == "ttlMinutes":
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 1 <= value <= 120
+            ):
+                raise InvalidArgument("ttlMinutes must be an integer from 1 to 120")
+            value = int(value)
+        else:
+            if value is None and name != "attention":
+                value = ""
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgument(f"{name} must be a string")
+            value = value.strip() if isinstance(value, str) else value
+        changes[name] = value
+    if not changes:
+        raise InvalidArgument("Patch setting required")
+    _check_values(changes)
+    return changes
+
+
+def _check_values(changes: dict[str, Any]) -> None:
+    if "icon" in changes and changes["icon"]:
+        check_icon(changes["icon"])
+    if len(changes.get("statusNote") or "") > MAX_STATUS_NOTE:
+        raise InvalidArgument(f"statusNote must be at most {MAX_STATUS_NOTE} characters")
+    if len(changes.get("label") or "") > 200:
+        raise InvalidArgument("label must be at most 200 characters")
+    if len(changes.get("color") or "") > 64:
+        raise InvalidArgument("color must be at most 64 characters")
+    for name in ("model", "thinkingLevel"):
+        value = changes.get(name) or ""
+        if any(c.isspace() for c in value) or len(value) > 200:
+            raise InvalidArgument(f"{name} must be one word of at most 200 characters")
+    attention = changes.get("attention")
+    if attention is not None and attention != "clear" and attention not in NAMED_ICONS:
+        raise InvalidArgument(f'attention must be "clear" or one of {", ".join(NAMED_ICONS)}')
+    if changes.get("sendPolicy") not in (None, "", "allow", "deny", "inherit"):
+        raise InvalidArgument('sendPolicy must be "allow", "deny" or "inherit"')
+
+
+_SVG_DATA_URL = re.compile(r"data:image/svg\+xml(;base64)?,(.*)", re.S | re.I)
+
+
+def check_icon(icon: str) -> None:
+    """One emoji, a named icon, or SVG markup / an SVG data URL of at most 16 KiB decoded."""
+    if icon in NAMED_ICONS:
+        return
+    svg = icon
+    match = _SVG_DATA_URL.fullmatch(icon)
+    if match:
+        try:
+            data = match.group(2)
+            svg = (
+                base64.b64decode(data, validate=True).decode()
+                if match.group(1)
+                else urllib.parse.unquote(data)
+            )
+        except ValueError:
+            raise InvalidArgument("icon: the SVG data URL does not decode") from None
+    if svg.lstrip().lower().startswith("<svg"):
+        if len(svg.encode()) > MAX_ICON_BYTES:
+            raise InvalidArgument("icon: the SVG must be at most 16 KiB")
+        if re.search(r"<script|\bon\w+\s*=|href\s*=\s*[\"']?(?!#)", svg, re.I):
+            raise InvalidArgument("icon: the SVG must be self-contained (no scripts or links)")
+        return
+    if len(icon) > 8 or icon.isascii():
+        raise InvalidArgument(
+            f"icon must be one emoji, one of {', '.join(NAMED_ICONS)}, or SVG markup"
+        )
+
+
+@dataclass
+class Caller:
+    """Who patches: the requester's own session is `current` (archiving it is deferred)."""
+
+    current_key: str
+    in_run: bool = False
+
+
+def patch(
+    session: Session,
+    changes: dict[str, Any],
+    *,
+    caller: Caller,
+    expected_session_id: str | None = None,
+    settings: keys.KeySettings | None = None,
+) -> dict[str, Any]:
+    """Apply `changes` (from read_patch) to `session`; the tool's result shape."""
+    settings = settings or keys.KeySettings()
+    display = keys.display_key(session.key, settings)
+    lifecycle = "archived" in changes
+    is_current = session.key == caller.current_key
+    if lifecycle and not is_current and not expected_session_id:
+        raise InvalidArgument(LIFECYCLE_TEXT)
+    if expected_session_id and expected_session_id != session.session_id:
+        raise InvalidArgument(f"Session {display} changed before patch. Retry.")
+    if changes.get("archived") is True:
+        check_archivable(session, settings)
+        if is_current and caller.in_run:
+            store_extra(session, archiveAfterRun=True)
+            return {"status": "scheduled", "sessionKey": display, "message": SCHEDULED_TEXT}
+    updated = _apply(session, changes)
+    result: dict[str, Any] = {"status": "updated", "sessionKey": display, "updated": updated}
+    if {"model", "thinkingLevel"} & set(updated):
+        result["resolved"] = {
+            "modelProvider": session.model_provider,
+            "model": session.model,
+            "thinkingLevel": session.thinking_level,
+        }
+    return result
+
+
+def _apply(session: Session, changes: dict[str, Any]) -> list[str]:
+    """Write the changes under the row lock; archive/restore after, as their own steps."""
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        columns = _columns(locked, changes)
+        if columns:
+            for column, value in columns.items():
+                setattr(locked, column, value)
+            locked.updated_at = max(locked.updated_at, now_ms())
+            locked.mark_changed("updated")
+            locked.save()
+            live_hint(locked.pk, "updated")
+        if changes.get("sendPolicy") is not None:
+            store.set_send_policy(session=locked, policy=changes["sendPolicy"] or None)
+        if "group" in changes and changes["group"]:
+            ensure_group(changes["group"])
+    if changes.get("archived") is True:
+        archive(locked)
+    elif changes.get("archived") is False:
+        locked.restore()
+    session.refresh_from_db()
+    return [name for name in PATCH_FIELDS if name in changes]
+
+
+def _columns(session: Session, changes: dict[str, Any]) -> dict[str, Any]:
+    pinning = changes.get("pinned")
+    if pinning is True:
+        check_pinnable(session, restoring=changes.get("archived") is False)
+    columns: dict[str, Any] = {}
+    simple = {"label": "label", "icon": "icon", "color": "color", "group": "category"}
+    for name, column in simple.items():
+        if name in changes:
+            columns[column] = changes[name]
+    if "thinkingLevel" in changes:
+        columns["thinking_level"] = changes["thinkingLevel"]
+    if "model" in changes:
+        model = changes["model"]
+        columns["model"] = model
+        columns["model_provider"] = model.split("/", 1)[0] if "/" in model else ""
+    if pinning is not None:
+        columns["pinned_at"] = (session.pinned_at or timezone.now()) if pinning else None
+    extra = _status_extra(session, changes, columns)
+    if extra != (session.extra or {}):
+        columns["extra"] = extra
+    return columns
+
+
+def check_pinnable(session: Session, *, restoring: bool) -> None:
+    if session.archived and not restoring:
+        raise InvalidArgument("cannot pin an archived session; restore it first")
+    if session.spawned_by:
+        raise InvalidArgument("cannot pin a child session; pin its parent session instead")
+
+
+def _status_extra(session: Session, changes: dict[str, Any], columns: dict[str, Any]) -> dict:
+    """The status note's attention and ttl live in `extra`; sets columns["status_note"]."""
+    extra = dict(session.extra or {})
+    if "statusNote" in changes:
+        columns["status_note"] = changes["statusNote"]
+        if not changes["statusNote"]:
+            extra.pop("attention", None)
+    attention = changes.get("attention")
+    if attention is not None:
+        note = columns.get("status_note", session.status_note)
+        if not note:
+            raise InvalidArgument("attention needs an active statusNote")
+        if attention == "clear":
+            extra.pop("attention", None)
+        else:
+            extra["attention"] = attention
+    if "ttlMinutes" in changes:
+        extra["statusTtlMinutes"] = changes["ttlMinutes"]
+    return extra
+
+
+def store_extra(session: Session, **values: Any) -> None:
+    Session.objects.filter(pk=session.pk).update(extra={**(session.extra or {}), **values})
+
+
+def patch_targets(
+    requester: Requester, targets: Any, changes: dict[str, Any], *, caller: Caller
+) -> dict[str, Any]:
+    """`patch` over 1–100 `{sessionKey, expectedSessionId?}`; each index succeeds or fails alone."""
+    entries = read_targets(targets)
+    succeeded: list[int] = []
+    errors: list[dict[str, Any]] = []
+    for index, (raw, expected) in enumerate(entries):
+        try:
+            session = find_managed(requester, raw)
+            if changes.get("archived") is True and session.key == caller.current_key:
+                raise InvalidArgument(ARCHIVE_SELF_IN_BATCH)
+            patch(
+                session,
+                changes,
+                caller=caller,
+                expected_session_id=expected,
+                settings=requester.key_settings,
+            )
+            succeeded.append(index)
+        except (InvalidArgument, AccessDenied) as exc:
+            message = exc.message.encode()[:MAX_ERROR_BYTES].decode(errors="ignore")
+            errors.append({"index": index, "message": message})
+    failed = [e["index"] for e in errors]
+    status = "updated" if not failed else ("partial" if succeeded else "error")
+    return {"status": status, "succeeded": succeeded, "failed": failed, "errors": errors}
+
+
+def read_targets(targets: Any) -> list[tuple[str, str | None]]:
+    if not isinstance(targets, list) or not 1 <= len(targets) <= MAX_TARGETS:
+        raise InvalidArgument(f"targets must be an array of 1 to {MAX_TARGETS} entries")
+    entries: list[tuple[str, str | None]] = []
+    for i, target in enumerate(targets):
+        if not isinstance(target, dict) or set(target) - {"sessionKey", "expectedSessionId"}:
+            raise InvalidArgument(f"targets[{i}] must be {{sessionKey, expectedSessionId?}}")
+        raw, expected = target.get("sessionKey"), target.get("expectedSessionId")
+        if not isinstance(raw, str) or not raw.strip() or len(raw) > keys.MAX_KEY_LENGTH:
+            raise InvalidArgument(f"targets[{i}].sessionKey required")
+        if expected is not None and not isinstance(expected, str):
+            raise InvalidArgument(f"targets[{i}].expectedSessionId must be a string")
+        entries.append((raw.strip(), expected))
+    if len({raw for raw, _ in entries}) != len(entries):
+        raise InvalidArgument("targets must not repeat a session")
+    return entries
+
+
+# --- archive, reset, delete -------------------------------------------------------------------
+
+
+def check_archivable(session: Session, settings: keys.KeySettings) -> None:
+    if session.key == "unknown":
+        raise InvalidArgument("Cannot archive the unknown session sentinel.")
+    if session.key == keys.main_session_key(session.agent_id, settings):
+        raise InvalidArgument("Cannot archive an agent's main session.")
+
+
+def archive(session: Session, *, reason: str = "manual") -> None:
+    """Archive `session`: its work is stopped first (9.6 fences admission and cancels the
+    session's work), and the pin is cleared. Idempotent. Used by retention too."""
+    from .runs import control
+
+    if has_run_in_flight(session):
+        control.stop_session(session, reason=f"session archived ({reason})", clear_queued=True)
+    with transaction.atomic():
+        Session.objects.update_changed(
+            [session.pk],
+            "archived",
+            archived_at=session.archived_at or timezone.now(),
+            pinned_at=None,
+            extra={**(session.extra or {}), "archiveReason": reason},
+        )
+    session.refresh_from_db()
+
+
+def archive_scheduled(session_pk: int) -> bool:
+    """Archive a session that asked, during its own run, to be archived once the run ended
+    (`archiveAfterRun`); called after a run of it finishes. Waits for the last run in flight."""
+    session = Session.objects.filter(pk=session_pk).first()
+    if session is None or not (session.extra or {}).get("archiveAfterRun"):
+        return False
+    if has_run_in_flight(session):
+        return False  # a follow-up run started: its finish calls this again
+    session.extra = {k: v for k, v in session.extra.items() if k != "archiveAfterRun"}
+    archive(session)
+    return True
+
+
+def active_run_text(display: str, action: str) -> str:
+    return f"Session {display} has a run in progress. Abort it first, then {action} it."
+
+
+def reset(
+    session: Session,
+    *,
+    expected_session_id: str | None = None,
+    settings: keys.KeySettings | None = None,
+) -> dict[str, Any]:
+    """Start `session` over under a new sessionId. Its transcript and runs move to an archived
+    row keyed `<key>:reset:<old id, 8 chars>` with the old sessionId, so the old transcript stays
+    browsable (/api/v1/transcripts/<old id>.jsonl). Refused while a run is in flight: a
+    running turn would append its reply to the fresh transcript."""
+    settings = settings or keys.KeySettings()
+    display = keys.display_key(session.key, settings)
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        if expected_session_id and expected_session_id != locked.session_id:
+            raise InvalidArgument(f"Session {display} changed before reset. Retry.")
+        if has_run_in_flight(locked):
+            raise InvalidArgument(active_run_text(display, "reset"))
+        old_id = locked.session_id
+        # Free the unique sessionId for the archived row that keeps the old transcript.
+        Session.objects.filter(pk=locked.pk).update(session_id=new_session_id())
+        previous = Session.objects.create(
+            key=f"{locked.key}:reset:{old_id.replace('-', '')[:8]}"[: keys.MAX_KEY_LENGTH],
+            session_id=old_id,
+            agent_id=locked.agent_id,
+            kind=locked.kind,
+            row_channel=locked.row_channel,
+            label=f"{locked.label or display} (before reset)"[:200],
+            last_seq=locked.last_seq,
+            updated_at=locked.updated_at,
+            created_at=locked.created_at,
+            archived_at=timezone.now(),
+            extra={"archiveReason": "manual", "resetOf": locked.key},
+        )
+        Message.objects.filter(session=locked).update(session=previous)
+        Run.objects.filter(session=locked).update(session=previous)
+        locked.session_id = new_session_id()
+        locked.last_seq = 0
+        locked.run_status = ""
+        locked.input_tokens = locked.output_tokens = locked.total_tokens = None
+        locked.context_tokens = None
+        locked.extra = {**(locked.extra or {}), "previousSessionId": old_id}
+        locked.updated_at = max(locked.updated_at, now_ms())
+        locked.mark_changed("updated")
+        locked.save()
+        live_hint(locked.pk, "updated")
+    session.refresh_from_db()
+    return {
+        "ok": True,
+        "key": display,
+        "sessionId": session.session_id,
+        "previousSessionId": old_id,
+        "previousKey": keys.display_key(previous.key, settings),
+    }
+
+
+def delete(
+    session: Session,
+    *,
+    expected_session_id: str | None = None,
+    archived_only: bool = True,
+    settings: keys.KeySettings | None = None,
+) -> dict[str, Any]:
+    """Delete `session`, its transcript and runs. Only an archived one (`archived_only`, as
+    operator.write callers must send), never a main session, never while a run is in flight."""
+    settings = settings or keys.KeySettings()
+    display = keys.display_key(session.key, settings)
+    if session.key == keys.main_session_key(session.agent_id, settings):
+        raise InvalidArgument(f"Cannot delete the main session ({display}).")
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().filter(pk=session.pk).first()
+        if locked is None or (expected_session_id and expected_session_id != locked.session_id):
+            raise InvalidArgument(f"Session {display} changed before deletion. Retry.")
+        if archived_only and not locked.archived:
+            raise InvalidArgument(
+                f"Session {display} is not archived. Archive it first, then delete it."
+            )
+        if has_run_in_flight(locked):
+            raise InvalidArgument(active_run_text(display, "delete"))
+        locked.delete()
+    return {"ok": True, "key": display, "deleted": True, "archived": []}
+
+
+def archive_then_delete(
+    session: Session, *, expected_session_id: str, settings: keys.KeySettings
+) -> dict[str, Any]:
+    """The tool's delete: archive (stopping its work), then delete the archived session."""
+    display = keys.display_key(session.key, settings)
+    if session.key == keys.main_session_key(session.agent_id, settings):
+        raise InvalidArgument(f"Cannot delete the main session ({display}).")
+    if expected_session_id != session.session_id:
+        raise InvalidArgument(f"Session {display} changed before deletion. Retry.")
+    check_archivable(session, settings)
+    archive(session)
+    return delete(session, expected_session_id=expected_session_id, settings=settings)
+
+
+# --- the group catalog ------------------------------------------------------------------------
+
+
+def group_name(value: Any, label: str = "name") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"{label} required")
+    value = value.strip()
+    if len(value) > MAX_GROUP_NAME:
+        raise InvalidArgument(f"{label} too long")
+    return value
+
+
+def group_list() -> dict[str, Any]:
+    return {
+        "groups": [
+            {"name": name, "position": position}
+            for name, position in SessionGroup.objects.values_list("name", "position")
+        ]
+    }
+
+
+def ensure_group(name: str) -> None:
+    if not SessionGroup.objects.filter(name=name).exists():
+        last = SessionGroup.objects.aggregate(m=Max("position"))["m"]
+        SessionGroup.objects.get_or_create(name=name, defaults={"position": (last or 0) + 1})
+
+
+def group_set(names: Any) -> dict[str, Any]:
+    """Replace the ordered catalog: new names are created, omitted empty groups deleted; an
+    omitted group that still has members is refused. Sessions never move."""
+    if not isinstance(names, list) or not names:
+        raise InvalidArgument("names required")
+    wanted = [group_name(n, f"names[{i}]") for i, n in enumerate(names)]
+    if len(set(wanted)) != len(wanted):
+        raise InvalidArgument("names must not repeat a group")
+    with transaction.atomic():
+        dropped = SessionGroup.objects.exclude(name__in=wanted)
+        busy = sorted(
+            set(
+                Session.objects.filter(category__in=dropped.values("name")).values_list(
+                    "category", flat=True
+                )
+            )
+        )
+        if busy:
+            raise InvalidArgument(
+                f"Cannot drop a group that has sessions: {', '.join(busy)} "
+                "(group_rename or group_delete it first)"
+            )
+        dropped.delete()
+        for position, name in enumerate(wanted):
+            SessionGroup.objects.update_or_create(name=name, defaults={"position": position})
+    return {"ok": True, **group_list()}
+
+
+def group_rename(name: Any, to: Any) -> dict[str, Any]:
+    """Rename a group and repoint its members (a rename onto an existing group merges)."""
+    old, new = group_name(name), group_name(to, "to")
+    with transaction.atomic():
+        group = SessionGroup.objects.select_for_update().filter(name=old).first()
+        if group is None:
+            raise InvalidArgument(f"Unknown group: {old}")
+        members = list(Session.objects.filter(category=old).values_list("pk", flat=True))
+        if SessionGroup.objects.filter(name=new).exclude(pk=group.pk).exists():
+            group.delete()
+        else:
+            group.name = new
+            group.save(update_fields=["name"])
+        if members:
+            Session.objects.update_changed(members, "updated", category=new)
+    return {"ok": True, **group_list(), "updatedSessions": len(members)}
+
+
+def group_delete(name: Any) -> dict[str, Any]:
+    """Delete a group; its members become ungrouped."""
+    old = group_name(name)
+    with transaction.atomic():
+        deleted, _ = SessionGroup.objects.filter(name=old).delete()
+        members = list(Session.objects.filter(category=old).values_list("pk", flat=True))
+        if not deleted and not members:
+            raise InvalidArgument(f"Unknown group: {old}")
+        if members:
+            Session.objects.update_changed(members, "updated", category="")
+    return {"ok": True, **group_list(), "updatedSessions": len(members)}
+
+
+def set_owner(session: Session, owner: dict[str, Any]) -> None:
+    """assign_owner: display and responsibility only, not access (9.6)."""
+    Session.objects.update_changed(
+        [session.pk], "updated", extra={**(session.extra or {}), "owner": owner}
+    )
+    session.refresh_from_db()

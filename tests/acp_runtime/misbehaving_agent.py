@@ -1,0 +1,70 @@
+"""An ACP harness that misbehaves on purpose (tests/acp): `python misbehaving_agent.py <how>`.
+
+- crash: a correct start, then, in the turn, one chunk and exit code 3 (a message on stderr);
+- garbage: a correct start, then, in the turn, one chunk and a line that is not JSON;
+- hang: never answers initialize;
+- env: says its environment variable names and its cwd, as JSON text;
+- slow: one chunk a second for a minute, honouring session/cancel (and noting it in a file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from acp import PROTOCOL_VERSION, Agent, run_agent, update_agent_message_text
+from acp.schema import InitializeResponse, NewSessionResponse, PromptResponse
+
+HOW = sys.argv[1]
+
+
+class Misbehaving(Agent):
+    def __init__(self) -> None:
+        self.client: Any = None
+        self.cancelled = False
+
+    def on_connect(self, conn: Any) -> None:
+        self.client = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION)
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        return NewSessionResponse(session_id="s1")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancelled = True
+        with open("cancelled.txt", "w") as marker:  # in the session's cwd
+            marker.write("session/cancel received\n")
+
+    async def say(self, text: str) -> None:
+        await self.client.session_update("s1", update_agent_message_text(text))
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        if HOW == "env":
+            await self.say(json.dumps({"env": sorted(os.environ), "cwd": os.getcwd()}))
+            return PromptResponse(stop_reason="end_turn")
+        await self.say("partial output before trouble")
+        await asyncio.sleep(0.3)
+        if HOW == "crash":
+            print("boom: the harness crashed", file=sys.stderr, flush=True)
+            os._exit(3)
+        if HOW == "garbage":
+            os.write(1, b"this is not json-rpc\n")
+            await asyncio.sleep(30)
+        for i in range(60):
+            if self.cancelled:
+                return PromptResponse(stop_reason="cancelled")
+            await self.say(f" tick {i}")
+            await asyncio.sleep(1)
+        return PromptResponse(stop_reason="end_turn")
+
+
+if HOW == "hang":
+    time.sleep(600)
+else:
+    asyncio.run(run_agent(Misbehaving()))

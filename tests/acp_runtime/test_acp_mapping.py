@@ -1,0 +1,122 @@
+"""ACP updates → transcript messages, and permission answers (pure: no process, no database)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.acp.client import decide_permission
+from sessions_app.acp.transcript import Mapper
+
+OPTIONS = [
+    {"optionId": "a1", "kind": "allow_once"},
+    {"optionId": "a2", "kind": "allow_always"},
+    {"optionId": "r1", "kind": "reject_once"},
+]
+
+
+def chunk(text: str) -> tuple[str, dict]:
+    return (
+        "update",
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}},
+    )
+
+
+def call(call_id: str, **fields) -> tuple[str, dict]:
+    return ("update", {"sessionUpdate": "tool_call", "toolCallId": call_id, **fields})
+
+
+def done(call_id: str, status: str = "completed", text: str = "ok") -> tuple[str, dict]:
+    content = [{"type": "content", "content": {"type": "text", "text": text}}]
+    return (
+        "update",
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": status,
+            "content": content,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    "mode, kind, expected",
+    [
+        ("deny", "read", "r1"),
+        ("deny", "execute", "r1"),
+        ("read-only", "read", "a1"),
+        ("read-only", "search", "a1"),
+        ("read-only", "edit", "r1"),
+        ("read-only", None, "r1"),
+        ("allow-all", "execute", "a1"),
+    ],
+)
+def test_permission_answers_by_mode(mode, kind, expected):
+    assert decide_permission(mode, kind, OPTIONS) == expected
+
+
+def test_no_matching_option_cancels_the_request():
+    assert decide_permission("deny", "read", [{"optionId": "a", "kind": "allow_once"}]) is None
+    assert (
+        decide_permission("allow-all", "read", [{"optionId": "r", "kind": "reject_once"}]) is None
+    )
+
+
+def test_chunks_that_arrive_together_are_one_message_and_order_is_kept():
+    mapper = Mapper("echo")
+    out = mapper.messages([chunk("a"), chunk("b"), call("c1", kind="read"), chunk("c")])
+    assert [m["role"] for m in out] == ["assistant", "assistant", "assistant"]
+    assert out[0]["content"] == [{"type": "text", "text": "ab"}]
+    assert out[1]["content"][0]["type"] == "toolCall"
+    assert mapper.final_text == "c" and mapper.all_text == "abc"  # the reply: after the call
+
+
+def test_a_call_and_its_result_are_paired_by_id():
+    mapper = Mapper("echo")
+    out = mapper.messages(
+        [
+            call("c1", kind="edit", title="Edit a.py", rawInput={"path": "a.py"}),
+            (
+                "update",
+                {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"},
+            ),
+            done("c1", "failed", "no such file"),
+        ]
+    )
+    assert len(out) == 2
+    block = out[0]["content"][0]
+    assert block == {
+        "type": "toolCall",
+        "id": "c1",
+        "name": "edit",
+        "arguments": {"path": "a.py"},
+        "title": "Edit a.py",
+    }
+    assert out[1] == {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "edit",
+        "content": [{"type": "text", "text": "no such file"}],
+        "isError": True,
+    }
+    assert mapper.open_calls == {}
+
+
+def test_a_result_without_a_start_still_gets_its_call():
+    out = Mapper("echo").messages([done("c9")])
+    assert [m["role"] for m in out] == ["assistant", "toolResult"]
+    assert out[0]["content"][0]["id"] == out[1]["toolCallId"] == "c9"
+
+
+def test_calls_left_open_are_closed_when_the_turn_ends():
+    mapper = Mapper("echo")
+    mapper.messages([call("c1", kind="execute"), call("c2", kind="read"), done("c2")])
+    closed = mapper.close_open_calls("the run was stopped")
+    assert [(m["toolCallId"], m["isError"]) for m in closed] == [("c1", True)]
+    assert closed[0]["content"][0]["text"] == "(no result: the run was stopped)"
+    assert mapper.close_open_calls("again") == []
+
+
+def test_a_call_that_starts_completed_is_paired_at_once():
+    out = Mapper("echo").messages([call("c1", kind="read", status="completed", rawOutput={"n": 1})])
+    assert [m["role"] for m in out] == ["assistant", "toolResult"]
+    assert out[1]["content"][0]["text"] == '{"n": 1}'

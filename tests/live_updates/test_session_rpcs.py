@@ -1,0 +1,241 @@
+"""The session-management RPCs of /ws/ (9.6 §2.4): sessions.patch, patchMany, reset, delete,
+assignOwner and sessions.groups.*, with closed params and the same texts as the tool."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.models import Session
+from tests.conftest import add_messages, assistant, make_session, set_config, user
+from tests.live_updates.conftest import connected, db
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+DEV = "agent:main:discord:group:dev"
+
+
+def make_dev():
+    session = make_session(DEV, label="dev")
+    add_messages(session, user("hello"), assistant("hi there"))
+    return session
+
+
+def fetch(key):
+    return Session.objects.get(key=key)
+
+
+async def test_patch_answers_the_entry(operator):
+    await db(make_dev)()
+    async with connected(operator.token) as client:
+        res = await client.request(
+            "sessions.patch", {"key": DEV, "pinned": True, "category": "Work", "label": "Dev"}
+        )
+    assert res["ok"], res
+    payload = res["payload"]
+    assert payload["ok"] is True and payload["key"] == DEV
+    assert payload["entry"]["key"] == DEV and payload["entry"]["label"] == "Dev"
+    assert payload["updated"] == ["label", "pinned", "group"]
+    session = await db(fetch)(DEV)
+    assert session.category == "Work" and session.pinned_at is not None
+
+
+@pytest.mark.parametrize(
+    ("params", "text"),
+    [
+        ({"key": DEV, "execSecurity": None}, "execSecurity is retired and cannot be patched"),
+        ({"key": DEV, "spawnedBy": "x"}, "spawnedBy is spawn lineage and cannot be patched"),
+        ({"key": DEV, "bogus": 1}, "Unknown field: bogus"),
+        ({"key": DEV}, "Patch setting required"),
+        (
+            {"key": DEV, "archived": True},
+            "Session lifecycle action requires a durable session identity",
+        ),
+        (
+            {"key": DEV, "label": "x", "agentId": "other"},
+            "session key agent does not match agentId",
+        ),
+        ({"key": 5, "label": "x"}, "key must be a non-empty string"),
+        (
+            {"key": DEV, "label": "x", "expectedSessionId": "old"},
+            f"Session {DEV} changed before patch. Retry.",
+        ),
+    ],
+)
+async def test_patch_refusals(operator, params, text):
+    await db(make_dev)()
+    async with connected(operator.token) as client:
+        res = await client.request("sessions.patch", params)
+    assert res["error"] == {"code": "invalid_request", "message": text}
+
+
+async def test_patch_many(operator):
+    dev = await db(make_dev)()
+    await db(make_session)("agent:main:other")
+    async with connected(operator.token) as client:
+        res = await client.request(
+            "sessions.patchMany",
+            {
+                "targets": [
+                    {"key": DEV, "expectedSessionId": dev.session_id},
+                    {"key": "agent:main:other"},
+                ],
+                "patch": {"archived": True},
+            },
+        )
+        bad = await client.request("sessions.patchMany", {"targets": [{"key": DEV}], "patch": {}})
+    assert res["payload"] == {
+        "outcomes": [
+            {"ok": True, "key": DEV},
+            {
+                "ok": False,
+                "key": "agent:main:other",
+                "error": "Session lifecycle action requires a durable session identity",
+            },
+        ]
+    }
+    assert bad["error"]["message"] == "patch must be an object with at least one field"
+
+
+async def test_reset_then_delete(operator):
+    dev = await db(make_dev)()
+    async with connected(operator.token) as client:
+        reset = await client.request("sessions.reset", {"key": DEV, "reason": "reset"})
+        assert reset["ok"], reset
+        new_id = reset["payload"]["sessionId"]
+        assert reset["payload"]["previousSessionId"] == dev.session_id
+        assert reset["payload"]["entry"]["sessionId"] == new_id
+        stale = await client.request(
+            "sessions.delete", {"key": DEV, "expectedSessionId": dev.session_id}
+        )
+        assert stale["error"]["message"] == f"Session {DEV} changed before deletion. Retry."
+        agent = await client.request("sessions.delete", {"key": DEV, "archivedOnly": True})
+        assert agent["error"]["message"] == (
+            f"Session {DEV} is not archived. Archive it first, then delete it."
+        )
+        archived = await client.request(
+            "sessions.patch", {"key": DEV, "archived": True, "expectedSessionId": new_id}
+        )
+        assert archived["ok"], archived
+        deleted = await client.request(
+            "sessions.delete", {"key": DEV, "expectedSessionId": new_id, "archivedOnly": True}
+        )
+    assert deleted["payload"] == {"ok": True, "key": DEV, "deleted": True, "archived": []}
+
+
+async def test_agent_keys_must_archive_first(agent_main):
+    await db(set_config)(visibility="agent")
+    await db(make_dev)()
+    async with connected(agent_main.token) as client:
+        res = await client.request("sessions.delete", {"key": DEV, "archivedOnly": False})
+        res2 = await client.request("sessions.delete", {"key": DEV})
+    assert res["error"]["message"] == "archivedOnly must be true for this key"
+    assert res2["error"]["message"] == (
+        f"Session {DEV} is not archived. Archive it first, then delete it."
+    )
+
+
+async def test_groups_and_owner(operator):
+    await db(make_dev)()
+    async with connected(operator.token) as client:
+        put = await client.request(
+            "sessions.groups.put", {"names": ["Work", "Home"], "sectionOrder": []}
+        )
+        listed = await client.request("sessions.groups.list", {})
+        renamed = await client.request("sessions.groups.rename", {"name": "Work", "to": "Jobs"})
+        deleted = await client.request("sessions.groups.delete", {"name": "Jobs"})
+        bad = await client.request("sessions.groups.put", {"names": ["a", ""]})
+        owner = await client.request(
+            "sessions.assignOwner", {"key": DEV, "owner": {"type": "human", "id": "ada"}}
+        )
+        no_owner = await client.request("sessions.assignOwner", {"key": DEV, "owner": {}})
+    assert put["payload"]["groups"] == [
+        {"name": "Work", "position": 0},
+        {"name": "Home", "position": 1},
+    ]
+    assert listed["payload"] == {"groups": put["payload"]["groups"]}
+    assert renamed["payload"]["groups"][0]["name"] == "Jobs"
+    assert deleted["payload"]["groups"] == [{"name": "Home", "position": 1}]
+    assert bad["error"]["message"] == "names[1] required"
+    assert owner["payload"]["owner"] == {"type": "human", "id": "ada"}
+    assert no_owner["error"]["message"] == "assign_owner requires ownerType and ownerId"
+
+
+async def test_hidden_sessions_are_forbidden(outsider):
+    await db(make_dev)()
+    async with connected(outsider.token) as client:
+        res = await client.request("sessions.reset", {"key": DEV})
+    assert res["error"] == {
+        "code": "forbidden",
+        "message": f"Session not visible from session tools: {DEV}",
+    }
+
+
+# --- sessions.preview, sessions.get, sessions.resolve ----------------------------------------
+
+
+async def test_preview(operator):
+    await db(set_config)(visibility="agent")  # the history guard applies to operators too
+    await db(make_dev)()
+    await db(make_session)("agent:main:empty")
+    async with connected(operator.token) as client:
+        res = await client.request(
+            "sessions.preview",
+            {"keys": [DEV, "agent:main:empty", "agent:main:nope", 5], "limit": 1, "maxChars": 20},
+        )
+        bad = await client.request("sessions.preview", {"keys": []})
+        small = await client.request("sessions.preview", {"keys": [DEV], "maxChars": 19})
+    previews = res["payload"]["previews"]
+    assert previews == [
+        {"key": DEV, "status": "ok", "items": [{"role": "assistant", "text": "hi there"}]},
+        {"key": "agent:main:empty", "status": "empty", "items": []},
+        {"key": "agent:main:nope", "status": "missing", "items": []},
+        {"key": 5, "status": "error", "items": []},
+    ]
+    assert isinstance(res["payload"]["ts"], int)
+    assert bad["error"]["message"] == "keys must be a non-empty array"
+    assert small["error"]["message"] == "maxChars must be at least 20"
+
+
+async def test_preview_of_a_hidden_session_is_missing(outsider):
+    await db(make_dev)()
+    async with connected(outsider.token) as client:
+        res = await client.request("sessions.preview", {"keys": [DEV]})
+    assert res["payload"]["previews"] == [{"key": DEV, "status": "missing", "items": []}]
+
+
+async def test_get(operator):
+    await db(set_config)(visibility="agent")  # the history guard applies to operators too
+    await db(make_dev)()
+    async with connected(operator.token) as client:
+        res = await client.request("sessions.get", {"key": DEV, "limit": 1})
+        alias = await client.request("sessions.get", {"sessionKey": DEV})
+        bad = await client.request("sessions.get", {"key": DEV, "limit": 0})
+    assert [m["role"] for m in res["payload"]["messages"]] == ["assistant"]
+    assert res["payload"]["messages"][0]["__openclaw"] == {"seq": 2}
+    assert len(alias["payload"]["messages"]) == 2
+    assert bad["error"]["message"] == "limit must be at least 1"
+
+
+async def test_resolve(operator):
+    await db(set_config)(visibility="agent")  # the history guard applies to operators too
+    dev = await db(make_dev)()
+    async with connected(operator.token) as client:
+        by_key = await client.request("sessions.resolve", {"key": DEV})
+        by_id = await client.request("sessions.resolve", {"sessionId": dev.session_id})
+        by_label = await client.request("sessions.resolve", {"label": "dev"})
+        miss = await client.request("sessions.resolve", {"key": "agent:main:nope"})
+        allowed = await client.request(
+            "sessions.resolve", {"key": "agent:main:nope", "allowMissing": True}
+        )
+        both = await client.request("sessions.resolve", {"key": DEV, "label": "dev"})
+    expected = {
+        "ok": True,
+        "key": DEV,
+        "agentId": "main",
+        "sessionId": dev.session_id,
+        "label": "dev",
+    }
+    assert by_key["payload"] == by_id["payload"] == by_label["payload"] == expected
+    assert miss["error"] == {"code": "not_found", "message": "No session found: agent:main:nope"}
+    assert allowed["payload"] == {"ok": False, "candidates": []}
+    assert both["error"]["message"] == "exactly one of key, sessionId or label is required"

@@ -1,0 +1,171 @@
+"""The list statements' plans on a skewed PostgreSQL data set (issue 18).
+
+A statement planned from statistics alone can read the whole table once per page row: the
+children lookup did, where nearly every session has `spawned_by = ''`. This builds such a store
+(20,000 sessions, almost none sub-agents but one parent with 500 children on the first page, 95 %
+of sessions of one agent, one long transcript), runs ANALYZE, takes every statement a list call
+sends (sessions_list at each visibility, the browser's list) and EXPLAINs it: no sequential scan
+of sessions or messages, no more rows read than the statement returns (plus a page), an
+estimated cost below the JIT threshold, and no JIT. Plans, not timings: no clock is read.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from bench import shapes
+from sessions_app.agents import upsert_agent
+from sessions_app.identity import requester_for_session
+from sessions_app.models import GatewayConfig, Session
+from tests.conftest import set_config
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL plans (SQLite reads no statistics)"
+)
+
+SESSIONS = 20_000
+CHILDREN = 500
+PAGE = 200
+MESSAGE_LIMIT = 5
+TABLES = {"sessions_app_session", "sessions_app_message"}
+# PostgreSQL's default jit_above_cost: a statement estimated above it would compile with JIT on.
+JIT_ABOVE_COST = 100_000
+SKEWED = shapes.Profile(
+    "plan test", one_parent=True, children=CHILDREN, dominant=0.95, agents=4, giants=1,
+    giant_messages=5_000,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def skewed_store(django_db_setup, django_db_blocker):
+    """Built once for the module, in a transaction rolled back at its end (each test runs in a
+    savepoint inside it, as Django's TestCase.setUpTestData does)."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            yield build_store()
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+def build_store() -> Session:
+    for agent_id in shapes.agent_ids(SKEWED):
+        upsert_agent(api_key=None, agent_id=agent_id, data={"name": agent_id})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            shapes.sessions_sql(
+                SKEWED,
+                SESSIONS,
+                now_ms=int(time.time() * 1000),
+                messages_per_session=1,
+                deep_messages=300,
+            )
+        )
+        shapes.load_templates(cursor)
+        cursor.execute(shapes.messages_sql(1, SESSIONS))
+        # Inside the test's transaction ANALYZE sees the rows it inserted; the statistics go
+        # when the transaction rolls back.
+        cursor.execute("ANALYZE sessions_app_session")
+        cursor.execute("ANALYZE sessions_app_message")
+    parent = Session.objects.get(key=shapes.PARENT_KEY)
+    assert Session.objects.filter(spawned_by=parent.key).count() == CHILDREN
+    assert Session.objects.exclude(spawned_by="").count() == CHILDREN
+    return parent
+
+
+def explain(sql: str) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+        (plan,) = cursor.fetchone()
+    return plan[0] if isinstance(plan, list) else plan
+
+
+def nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from nodes(child)
+
+
+def check_statement(sql: str) -> None:
+    found = explain(sql)
+    top = found["Plan"]
+    returned = top["Actual Rows"] * top["Actual Loops"]
+    bound = (max(returned, PAGE) + PAGE) * (1 + MESSAGE_LIMIT)
+    assert "JIT" not in found, sql
+    assert top["Total Cost"] < JIT_ABOVE_COST, (top["Total Cost"], sql)
+    for node in nodes(top):
+        if node.get("Relation Name") not in TABLES:
+            continue
+        assert node["Node Type"] != "Seq Scan", (node["Relation Name"], sql)
+        read = (
+            node["Actual Rows"]
+            + node.get("Rows Removed by Filter", 0)
+            + node.get("Rows Removed by Index Recheck", 0)
+        ) * node["Actual Loops"]
+        assert read <= bound, (node["Node Type"], node.get("Index Name"), read, bound, sql)
+
+
+def list_statements(call) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    statements = [
+        q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].lstrip().upper().startswith("SELECT") and any(t in q["sql"] for t in TABLES)
+    ]
+    assert statements
+    return statements
+
+
+@pytest.mark.parametrize(
+    ("visibility", "requester_key"),
+    [
+        ("self", shapes.PARENT_KEY),
+        ("tree", shapes.PARENT_KEY),
+        ("agent", shapes.PARENT_KEY),
+        ("agent", "agent:research:main"),  # a small agent: its index range, not main's
+        ("all", shapes.PARENT_KEY),
+    ],
+)
+def test_sessions_list_statements_read_about_a_page(skewed_store, db, visibility, requester_key):
+    from sessions_app.tools.sessions_list import sessions_list
+
+    set_config(visibility=visibility, a2a_enabled=True, a2a_allow=[])
+    requester = requester_for_session(Session.objects.get(key=requester_key))
+    args = {"limit": PAGE, "messageLimit": MESSAGE_LIMIT}
+    details = {}
+
+    def call():
+        details.update(sessions_list(requester=requester, args=args))
+
+    statements = list_statements(call)
+    if visibility in ("tree", "all"):  # the parent and its children are listed
+        parent = next(r for r in details["sessions"] if r["key"] == shapes.PARENT_KEY)
+        assert (
+            len(parent["childSessions"])
+            == Session.objects.filter(
+                spawned_by=shapes.PARENT_KEY, archived_at__isnull=True
+            ).count()
+        )
+    for sql in statements:
+        check_statement(sql)
+
+
+def test_browser_list_statements_read_about_a_page(skewed_store, db):
+    from sessions_app.ui import queries
+
+    settings = GatewayConfig.load().key_settings
+    for sql in list_statements(lambda: queries.list_page({}, settings=settings)):
+        check_statement(sql)
+
+
+def test_the_app_connects_with_jit_off(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone() == ("off",)
