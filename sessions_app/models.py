@@ -300,10 +300,20 @@ class Session(models.Model):
     def archived(self) -> bool:
         return self.archived_at is not None
 
-    def archive(self) -> None:
-        if self.archived_at is None:
-            self.archived_at = timezone.now()
-            Session.objects.update_changed([self.pk], "archived", archived_at=self.archived_at)
+    def archive(self, reason: str = "manual") -> bool:
+        """Archive in place, recording why (9.6 archiveReason) and clearing the pin (9.6:
+        "Archiving clears the pin"). False when it already was archived (a no-op)."""
+        if self.archived_at is not None:
+            return False
+        self.archived_at, self.archive_reason, self.pinned_at = timezone.now(), reason, None
+        Session.objects.update_changed(
+            [self.pk],
+            "archived",
+            archived_at=self.archived_at,
+            archive_reason=reason,
+            pinned_at=None,
+        )
+        return True
 
     def restore(self) -> None:
         if self.archived_at is not None:

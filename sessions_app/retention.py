@@ -19,9 +19,7 @@ sessions (9.6's durable external pointers).
 Every write is a batch of at most BATCH ids in its own short transaction (a cold transcript is
 one transaction of its own), so writers wait for one batch at most, never for the sweep.
 
-`archive_session` and `delete_session` are this module's minimal archive/delete operations (the
-CLI's `archive`/`delete` call them); kept small so they can be folded into the `sessions`
-tool's operations later.
+Deleting one session is session_admin.delete, as for the `sessions` tool and the CLI.
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ from django.utils import timezone
 from openclaw_common.errors import InvalidArgument
 from openclaw_common.taskqueue import keep_schedule
 
+from . import session_admin
 from .models import GatewayConfig, Run, Session
 
 SETTING = "session.maintenance"
@@ -336,70 +335,19 @@ def archive_many(pks: list[int], reason: str, *, progress: Progress | None = Non
 
 
 def delete_many(pks: list[int], *, progress: Progress | None = None) -> int:
+    """Delete these archived sessions through session_admin.delete (cold files too)."""
+    settings = GatewayConfig.load().key_settings
     done = 0
     for batch in _batches(pks, 50):
         with transaction.atomic():
             for session in unprotected(Session.objects.archived()).filter(pk__in=batch):
-                with contextlib.suppress(RefusedOperation):  # a main session: kept
-                    done += delete_session(session, reason="retention")
+                with contextlib.suppress(InvalidArgument):  # a main session: kept
+                    session_admin.delete(session, settings=settings)
+                    done += 1
         if progress:
             progress("delete", done, len(pks))
         time.sleep(PAUSE_SECONDS)
     return done
-
-
-class RefusedOperation(Exception):
-    """archive_session/delete_session said no; the message is for the user."""
-
-    def __init__(self, message: str, status: str = "refused"):
-        super().__init__(message)
-        self.message, self.status = message, status
-
-
-def _refuse_busy_or_main(session: Session, verb: str) -> None:
-    if session.kind == "main":
-        if verb == "delete":
-            raise RefusedOperation(f"Cannot delete the main session ({session.key}).")
-        raise RefusedOperation("Cannot archive an agent's main session.")
-    if Run.objects.in_flight().filter(session=session).exists():
-        raise RefusedOperation(f"Session {session.key} has a run in progress; try again later.")
-
-
-def check_allowed(session: Session, verb: str) -> None:
-    """What archive_session/delete_session would refuse, without doing it (a dry run)."""
-    if verb == "archive" and session.archived:
-        return
-    _refuse_busy_or_main(session, verb)
-
-
-def archive_session(session: Session, *, reason: str = MANUAL) -> str:
-    """Archive one session in place: "archived", or "unchanged" when it already was (a
-    successful no-op, as in 9.6). Main sessions and busy sessions are refused."""
-    if session.archived:
-        return "unchanged"
-    _refuse_busy_or_main(session, "archive")
-    now = timezone.now()
-    Session.objects.active().update_changed(
-        [session.pk], "archived", archived_at=now, archive_reason=reason, pinned_at=None
-    )
-    session.archived_at, session.archive_reason, session.pinned_at = now, reason, None
-    return "archived"
-
-
-def delete_session(session: Session, *, reason: str = MANUAL) -> int:
-    """Delete a session with its transcript, runs and cold file: archive, then delete (9.6).
-    Returns 1. The cold file goes after commit, so a rollback keeps it."""
-    _refuse_busy_or_main(session, "delete")
-    with transaction.atomic():
-        if not session.archived:
-            archive_session(session, reason=reason)
-        cold_file = session.cold_file
-        Session.objects.filter(pk=session.pk).delete()
-        if cold_file:
-            from . import cold_storage
-
-            transaction.on_commit(lambda: cold_storage.remove_file(cold_file))
-    return 1
 
 
 # --- the schedule ---------------------------------------------------------------------------

@@ -1,14 +1,15 @@
 """Managing sessions (9.6 §2.3 the `sessions` tool, §2.4 sessions.patch/reset/delete/groups.*).
 
 One function per action, called by the tool (tools/sessions.py), the REST views, the WebSocket
-RPCs (live/session_rpcs.py) and, later, commands and retention:
+RPCs (live/session_rpcs.py), `manage.py sessions` and retention (retention.py):
 
 - `find_managed(requester, raw)`: the session a caller may manage (visibility as the other tools;
   an operator key, the gateway's owner, manages every session).
 - `read_patch(raw)` → changes; `patch(session, changes, …)`; `patch_targets(…)` for batches.
 - `archive(session, …)` / `restore(session)`: archiving stops the session's work first.
 - `reset(session, …)`: a new sessionId; the old transcript moves to an archived row, browsable.
-- `delete(session, …)`: only an archived session; `archive_then_delete()` is the tool's order.
+- `delete(session, …)`: only an archived session unless asked; `archive_then_delete()` is the
+  tool's order; `check_archivable()` / `check_deletable()` say what each refuses (dry runs).
 - `group_list()`, `group_set(names)`, `group_rename(name, to)`, `group_delete(name)`.
 
 Every refusal is a domain error with 9.6's text (InvalidArgument 400, Forbidden 403).
@@ -40,6 +41,8 @@ MAX_STATUS_NOTE = 120
 MAX_GROUP_NAME = 512
 MAX_TARGETS = 100
 MAX_ERROR_BYTES = 512
+# The archive reason of the row that keeps a reset session's old transcript (9.6 `*.reset.*`).
+RESET_REASON = "reset"
 
 # Tool field → how it is read. Strings: empty clears. (`group` is also null-able.)
 STRING_FIELDS = ("label", "icon", "color", "statusNote", "model", "thinkingLevel", "sendPolicy")
@@ -350,22 +353,25 @@ def check_archivable(session: Session, settings: keys.KeySettings) -> None:
         raise InvalidArgument("Cannot archive an agent's main session.")
 
 
-def archive(session: Session, *, reason: str = "manual") -> None:
+def check_deletable(session: Session, settings: keys.KeySettings) -> None:
+    """What delete() refuses whatever the caller (main session, work in flight)."""
+    display = keys.display_key(session.key, settings)
+    if session.key == keys.main_session_key(session.agent_id, settings):
+        raise InvalidArgument(f"Cannot delete the main session ({display}).")
+    if has_run_in_flight(session):
+        raise InvalidArgument(active_run_text(display, "delete"))
+
+
+def archive(session: Session, *, reason: str = "manual") -> str:
     """Archive `session`: its work is stopped first (9.6 fences admission and cancels the
-    session's work), and the pin is cleared. Idempotent. Used by retention too."""
+    session's work), and the pin is cleared. "archived", or "unchanged" when it already was (a
+    successful no-op, as in 9.6). The tool, the REST and WebSocket forms and the command."""
     from .runs import control
 
     if has_run_in_flight(session):
         control.stop_session(session, reason=f"session archived ({reason})", clear_queued=True)
-    with transaction.atomic():
-        Session.objects.update_changed(
-            [session.pk],
-            "archived",
-            archived_at=session.archived_at or timezone.now(),
-            pinned_at=None,
-            extra={**(session.extra or {}), "archiveReason": reason},
-        )
     session.refresh_from_db()
+    return "archived" if session.archive(reason) else "unchanged"
 
 
 def archive_scheduled(session_pk: int) -> bool:
@@ -376,7 +382,8 @@ def archive_scheduled(session_pk: int) -> bool:
         return False
     if has_run_in_flight(session):
         return False  # a follow-up run started: its finish calls this again
-    session.extra = {k: v for k, v in session.extra.items() if k != "archiveAfterRun"}
+    extra = {k: v for k, v in session.extra.items() if k != "archiveAfterRun"}
+    Session.objects.filter(pk=session.pk).update(extra=extra)
     archive(session)
     return True
 
@@ -392,9 +399,10 @@ def reset(
     settings: keys.KeySettings | None = None,
 ) -> dict[str, Any]:
     """Start `session` over under a new sessionId. Its transcript and runs move to an archived
-    row keyed `<key>:reset:<old id, 8 chars>` with the old sessionId, so the old transcript stays
-    browsable (/api/v1/transcripts/<old id>.jsonl). Refused while a run is in flight: a
-    running turn would append its reply to the fresh transcript."""
+    row keyed `<key>:reset:<old id, 8 chars>` with the old sessionId (archive reason `reset`,
+    which `resetArchiveRetention` may delete), so the old transcript stays browsable
+    (/api/v1/transcripts/<old id>.jsonl). Refused while a run is in flight: a running turn
+    would append its reply to the fresh transcript."""
     settings = settings or keys.KeySettings()
     display = keys.display_key(session.key, settings)
     with transaction.atomic():
@@ -417,7 +425,8 @@ def reset(
             updated_at=locked.updated_at,
             created_at=locked.created_at,
             archived_at=timezone.now(),
-            extra={"archiveReason": "manual", "resetOf": locked.key},
+            archive_reason=RESET_REASON,
+            extra={"resetOf": locked.key},
         )
         Message.objects.filter(session=locked).update(session=previous)
         Run.objects.filter(session=locked).update(session=previous)
@@ -448,23 +457,27 @@ def delete(
     archived_only: bool = True,
     settings: keys.KeySettings | None = None,
 ) -> dict[str, Any]:
-    """Delete `session`, its transcript and runs. Only an archived one (`archived_only`, as
-    operator.write callers must send), never a main session, never while a run is in flight."""
+    """Delete `session` with its transcript, runs and cold file. Only an archived one
+    (`archived_only`, as operator.write callers must send), never a main session, never while a
+    run is in flight. The cold file goes after commit, so a rollback keeps it. The tool, the
+    REST and WebSocket forms, the command and retention."""
     settings = settings or keys.KeySettings()
     display = keys.display_key(session.key, settings)
-    if session.key == keys.main_session_key(session.agent_id, settings):
-        raise InvalidArgument(f"Cannot delete the main session ({display}).")
     with transaction.atomic():
         locked = Session.objects.select_for_update().filter(pk=session.pk).first()
         if locked is None or (expected_session_id and expected_session_id != locked.session_id):
             raise InvalidArgument(f"Session {display} changed before deletion. Retry.")
+        check_deletable(locked, settings)
         if archived_only and not locked.archived:
             raise InvalidArgument(
                 f"Session {display} is not archived. Archive it first, then delete it."
             )
-        if has_run_in_flight(locked):
-            raise InvalidArgument(active_run_text(display, "delete"))
+        cold_file = locked.cold_file
         locked.delete()
+        if cold_file:
+            from . import cold_storage
+
+            transaction.on_commit(lambda: cold_storage.remove_file(cold_file))
     return {"ok": True, "key": display, "deleted": True, "archived": []}
 
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app import cold_storage, retention, transcript
+from sessions_app import cold_storage, retention, session_admin, transcript
 from sessions_app.config import update_config
 from sessions_app.models import GatewayConfig, Message, Run, Session
 from tests.conftest import add_messages, assistant, make_session, tool_result, user
@@ -91,10 +91,13 @@ def test_warn_mode_and_dry_run_change_nothing(agents):
 
 
 def test_reset_archive_retention_deletes_old_reset_archives(agents):
-    old = aged("agent:main:discord:dm:old", 1, user("x"))
-    Session.objects.filter(pk=old.pk).update(
-        archived_at=timezone.now() - timedelta(days=10), archive_reason="reset"
-    )
+    """The row a real reset leaves (session_admin.reset) is what resetArchiveRetention deletes;
+    the session itself, under its new sessionId, stays."""
+    reset_one = aged("agent:main:discord:dm:old", 1, user("x"))
+    previous_key = session_admin.reset(reset_one)["previousKey"]
+    old = Session.objects.get(key=previous_key)
+    assert old.archived and old.archive_reason == "reset"
+    Session.objects.filter(pk=old.pk).update(archived_at=timezone.now() - timedelta(days=10))
     manual = aged("agent:main:discord:dm:manual", 1)
     Session.objects.filter(pk=manual.pk).update(
         archived_at=timezone.now() - timedelta(days=10), archive_reason="manual"
@@ -102,7 +105,23 @@ def test_reset_archive_retention_deletes_old_reset_archives(agents):
     policy = retention.Policy(prune_after=None, reset_archive_retention=timedelta(days=7))
     assert retention.sweep(policy)["deleted"] == 1
     assert not Session.objects.filter(pk=old.pk).exists()
+    assert Session.objects.filter(pk=reset_one.pk, archived_at=None).exists()
     assert Session.objects.filter(pk=manual.pk).exists()  # manual archives are never deleted
+
+
+def test_deleting_a_cold_session_removes_its_file_after_commit(
+    agents, cold_dir, django_capture_on_commit_callbacks
+):
+    session = aged("agent:main:discord:dm:gone", 40, user("old words"))
+    policy = retention.Policy(prune_after=None, cold_enabled=True, cold_after=timedelta(days=30))
+    assert retention.sweep(policy)["movedCold"] == 1
+    session.refresh_from_db()
+    path = cold_dir / session.cold_file
+    assert path.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        session_admin.delete(session, archived_only=False)
+    assert not Session.objects.filter(pk=session.pk).exists()
+    assert not path.exists()
 
 
 def test_cold_storage_round_trip_is_byte_for_byte(

@@ -118,7 +118,7 @@ def test_delete_refuses_main_and_busy_sessions(three):
     data = json.loads(_failed_json("delete", main.key, dm.key, "--yes"))
     assert [r["error"] for r in data["results"]] == [
         "Cannot delete the main session (agent:main:main).",
-        f"Session {dm.key} has a run in progress; try again later.",
+        f"Session {dm.key} has a run in progress. Abort it first, then delete it.",
     ]
     assert Session.objects.count() == 3
 

@@ -179,7 +179,7 @@ def test_archive_clears_the_pin_and_restore_brings_it_back(operator, dev):
     assert result["updated"] == ["archived"]
     session = row(DEV)
     assert session.archived and session.pinned_at is None
-    assert session.extra["archiveReason"] == "manual"
+    assert session.archive_reason == "manual"
     details(
         operator, action="patch", sessionKey=DEV, archived=False, expectedSessionId=dev.session_id
     )

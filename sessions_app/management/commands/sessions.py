@@ -21,7 +21,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from openclaw_common import keys
-from sessions_app import cold_storage, retention, sanitize, state_export
+from openclaw_common.errors import InvalidArgument
+from sessions_app import cold_storage, retention, sanitize, session_admin, state_export
 from sessions_app.models import GatewayConfig, Message, Session
 from sessions_app.transcript import payload
 
@@ -231,20 +232,25 @@ def _find(raw_key: str) -> Session | None:
 
 
 def _apply(operation: str, raw_key: str, *, dry_run: bool) -> dict[str, Any]:
+    """One key of `archive` / `delete`: session_admin's archive (stops the session's work, 9.6
+    `sessions.patch archived:true`) and delete (9.6 `sessions.delete`; an operator's, so the
+    session need not be archived first)."""
     session = _find(raw_key)
     if session is None:
         return {"key": raw_key, "ok": False, "status": "not_found", "error": NOT_FOUND}
+    settings = GatewayConfig.load().key_settings
     try:
-        if dry_run:
-            retention.check_allowed(session, operation)
-            status = "would-" + operation
-        elif operation == "archive":
-            status = retention.archive_session(session)
+        if operation == "archive":
+            session_admin.check_archivable(session, settings)
+            status = "would-archive" if dry_run else session_admin.archive(session)
+        elif dry_run:
+            session_admin.check_deletable(session, settings)
+            status = "would-delete"
         else:
-            retention.delete_session(session)
+            session_admin.delete(session, archived_only=False, settings=settings)
             status = "deleted"
-    except retention.RefusedOperation as exc:
-        return {"key": session.key, "ok": False, "status": exc.status, "error": exc.message}
+    except InvalidArgument as exc:
+        return {"key": session.key, "ok": False, "status": "refused", "error": exc.message}
     return {"key": session.key, "ok": True, "status": status}
 
 
