@@ -10,19 +10,15 @@ before the one transaction that creates the child session and its queued run. Th
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
 from openclaw_common.errors import Forbidden
 
-from .. import store
 from ..identity import Requester
 from ..models import Agent, GatewayConfig, Run
-from ..runs.chain import current_run, next_hop
-from ..runs.flow_state import Flow
-from ..runs.provenance import inter_session
+from ..runs.chain import next_hop
 from ..runs.subagent_limits import limits_for
 from .harnesses import Harness, HarnessError, configured
 
@@ -47,10 +43,12 @@ DISABLED = "ACP is disabled by policy (acp.enabled=false)."
 def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
     """Accept an ACP spawn at once: {status: accepted, childSessionKey, runId, mode, note}."""
     from ..tools.sessions_spawn import (
+        SpawnPlan,
         SpawnRefused,
+        accepted_result,
         check_requester_limits,
         check_runtime_and_mode,
-        note_for,
+        start_child,
     )
 
     if request.attachments:
@@ -84,29 +82,20 @@ def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
     timeout = request.timeout
     if timeout is None:
         timeout = limits_for(me, config).subagent_run_timeout_seconds
-    child_key = f"agent:{harness.id}:acp:{uuid.uuid4()}"
-    channel = requester_row.row_channel if requester_row else ""
+    plan = SpawnPlan(
+        requester=requester,
+        request=request,
+        timeout=max(0, timeout),
+        target_id=harness.id,
+        child_key=f"agent:{harness.id}:acp:{uuid.uuid4()}",
+        depth=depth + 1,
+        chain=chain,
+        requester_channel=requester_row.row_channel if requester_row else "",
+    )
     with transaction.atomic():
-        run = create_child(
-            requester=requester,
-            request=request,
-            harness=harness,
-            child_key=child_key,
-            depth=depth + 1,
-            cwd=str(cwd),
-            timeout=max(0, timeout),
-            chain=chain,
-            channel=channel,
-        )
-    return {
-        "status": "accepted",
-        "childSessionKey": child_key,
-        "runId": str(run.pk),
-        "mode": "run",
-        "note": note_for(request),
-        "expectsCompletionMessage": request.expects_completion,
-        **({"completionTarget": request.completion_target} if request.completion_target else {}),
-    }
+        harness_agent(harness)
+        run = start_child(plan, runtime="acp", cwd=str(cwd), stream_to=request.stream_to)
+    return accepted_result(plan, run)
 
 
 def pick_harness(agent_id: str | None, config: GatewayConfig) -> Harness:
@@ -161,48 +150,3 @@ def harness_agent(harness: Harness) -> Agent:
         },
     )
     return agent
-
-
-def create_child(
-    *,
-    requester: Requester,
-    request: SpawnRequest,
-    harness: Harness,
-    child_key: str,
-    depth: int,
-    cwd: str,
-    timeout: int,
-    chain,
-    channel: str,
-) -> Run:
-    from ..runs.engine import start_run
-
-    harness_agent(harness)
-    child, _ = store.upsert_session(
-        api_key=None,
-        key=child_key,
-        entry={"spawnedBy": requester.session_key, "spawnDepth": depth, "label": request.label},
-    )
-    flow = Flow.spawn(
-        requester=requester.session_key,
-        requester_channel=channel,
-        task=request.task,
-        label=request.label,
-        cleanup=request.cleanup,
-        attachments_dir=None,
-        completion_target=request.completion_target,
-        expects_completion=request.expects_completion,
-    )
-    return start_run(
-        session=child,
-        kind="spawn",
-        message=request.task,
-        provenance=inter_session(requester.session_key, "sessions_spawn", channel=channel),
-        requester_key=requester.session_key,
-        requester_channel=channel,
-        chain=chain,
-        timeout_seconds=timeout,
-        parent_run=current_run.get(),
-        label=request.label,
-        flow=replace(flow, runtime="acp", cwd=cwd, stream_to=request.stream_to),
-    )

@@ -487,16 +487,7 @@ def start_spawn(plan: SpawnPlan) -> dict:
         if staged is not None:
             remove_staged(staged)
         raise
-    result: dict[str, Any] = {
-        "status": "accepted",
-        "childSessionKey": plan.child_key,
-        "runId": str(run.pk),
-        "mode": "run",
-        "note": note_for(request),
-        "expectsCompletionMessage": request.expects_completion,
-    }
-    if request.completion_target:
-        result["completionTarget"] = request.completion_target
+    result = accepted_result(plan, run)
     if request.model:
         result["modelApplied"] = request.model
     if staged is not None:
@@ -510,29 +501,81 @@ def note_for(request: SpawnRequest) -> str:
     return PRIVATE_NOTE if request.completion_target == "parent" else RUN_NOTE
 
 
-def _create_child(plan: SpawnPlan, staged: Staged | None) -> Run:
-    from ..runs.engine import start_run
-
-    requester, request = plan.requester, plan.request
-    entry: dict[str, Any] = {
-        "spawnedBy": requester.session_key,
-        "spawnDepth": plan.depth,
-        "label": request.label,
+def accepted_result(plan: SpawnPlan, run: Run) -> dict[str, Any]:
+    """The answer to an accepted spawn, native or ACP."""
+    request = plan.request
+    result: dict[str, Any] = {
+        "status": "accepted",
+        "childSessionKey": plan.child_key,
+        "runId": str(run.pk),
+        "mode": "run",
+        "note": note_for(request),
+        "expectsCompletionMessage": request.expects_completion,
     }
+    if request.completion_target:
+        result["completionTarget"] = request.completion_target
+    return result
+
+
+def _create_child(plan: SpawnPlan, staged: Staged | None) -> Run:
+    request = plan.request
+    entry: dict[str, Any] = {}
     if request.model:
         entry["model"] = request.model
     if request.thinking and request.thinking.lower() != "off":
         entry["thinkingLevel"] = request.thinking.lower()
-    child, _ = store.upsert_session(api_key=None, key=plan.child_key, entry=entry)
     system_prompt = prompts.subagent_system_prompt(
         task=request.task,
         label=request.label,
-        requester_key=requester.session_key,
+        requester_key=plan.requester.session_key,
         requester_channel=plan.requester_channel,
         child_key=plan.child_key,
     )
     if staged is not None:
         system_prompt += "\n\n" + staged.prompt_suffix(request.mount_path)
+    return start_child(
+        plan,
+        entry=entry,
+        system_prompt=system_prompt,
+        model=request.model or "",
+        attachments_dir=str(staged.abs_dir) if staged else None,
+    )
+
+
+def start_child(
+    plan: SpawnPlan,
+    *,
+    entry: dict[str, Any] | None = None,
+    system_prompt: str = "",
+    model: str = "",
+    attachments_dir: str | None = None,
+    **flow_fields: Any,
+) -> Run:
+    """Create the child session and queue its first run, for every spawn (native and ACP,
+    whose flow adds `runtime`, `cwd`, `stream_to`). Call inside the spawn's transaction."""
+    from ..runs.engine import start_run
+
+    requester, request = plan.requester, plan.request
+    child, _ = store.upsert_session(
+        api_key=None,
+        key=plan.child_key,
+        entry={
+            "spawnedBy": requester.session_key,
+            "spawnDepth": plan.depth,
+            "label": request.label,
+            **(entry or {}),
+        },
+    )
+    flow = Flow.spawn(
+        requester=requester.session_key,
+        requester_channel=plan.requester_channel,
+        task=request.task,
+        label=request.label,
+        cleanup=request.cleanup,
+        attachments_dir=attachments_dir,
+        completion_target=request.completion_target,
+        expects_completion=request.expects_completion,
+    )
     return start_run(
         session=child,
         kind="spawn",
@@ -547,18 +590,9 @@ def _create_child(plan: SpawnPlan, staged: Staged | None) -> Run:
         timeout_seconds=plan.timeout,
         # The turn that spawned it: a sessions_yield of that turn waits for this child.
         parent_run=current_run.get(),
-        model=request.model,
+        model=model,
         label=request.label,
-        flow=Flow.spawn(
-            requester=requester.session_key,
-            requester_channel=plan.requester_channel,
-            task=request.task,
-            label=request.label,
-            cleanup=request.cleanup,
-            attachments_dir=str(staged.abs_dir) if staged else None,
-            completion_target=request.completion_target,
-            expects_completion=request.expects_completion,
-        ),
+        flow=dataclasses.replace(flow, **flow_fields),
     )
 
 
