@@ -117,38 +117,20 @@ def render(row: MessageRow) -> dict[str, Any]:
     return data
 
 
-def _read_back(session: Session, *, below: int, want: int, include_tools: bool) -> list:
-    """Up to `want` shown rows with seq < below, newest first."""
+def _read(session: Session, *, past: int, want: int, include_tools: bool, newer: bool) -> list:
+    """Up to `want` shown rows beyond seq `past` (not included): the newer ones oldest first,
+    or the older ones newest first. Reads on, `want` rows a query, past hidden rows."""
     found: list[MessageRow] = []
-    batch = want
-    while len(found) < want and below > 1:
-        qs = Message.objects.filter(session=session, seq__lt=below)
+    while len(found) < want and (past < session.last_seq if newer else past > 1):
+        beyond = {"seq__gt": past} if newer else {"seq__lt": past}
+        qs = Message.objects.filter(session=session, **beyond)
         if not include_tools:
             qs = qs.exclude(role=TOOL_RESULT)
-        rows = message_rows(qs.order_by("-seq")[:batch])
-        if not rows:
-            break
+        rows = message_rows(qs.order_by("seq" if newer else "-seq")[:want])
         found += [r for r in rows if not is_hidden(r)]
-        below = rows[-1].seq
-        if len(rows) < batch:
-            break
-    return found[:want]
-
-
-def _read_forward(session: Session, *, above: int, want: int, include_tools: bool) -> list:
-    """Up to `want` shown rows with seq > above, oldest first."""
-    found: list[MessageRow] = []
-    while len(found) < want and above < session.last_seq:
-        qs = Message.objects.filter(session=session, seq__gt=above)
-        if not include_tools:
-            qs = qs.exclude(role=TOOL_RESULT)
-        rows = message_rows(qs.order_by("seq")[:want])
-        if not rows:
-            break
-        found += [r for r in rows if not is_hidden(r)]
-        above = rows[-1].seq
         if len(rows) < want:
             break
+        past = rows[-1].seq
     return found[:want]
 
 
@@ -162,7 +144,7 @@ def page(session: Session, *, limit: int, offset: int, include_tools: bool) -> W
     """The newest `limit` shown rows among the raw positions left after skipping the newest
     `offset` (hidden and toolResult rows count as positions, 9.6 §4.2)."""
     below = session.last_seq - offset + 1
-    rows = _read_back(session, below=below, want=limit + 1, include_tools=include_tools)
+    rows = _read(session, past=below, want=limit + 1, include_tools=include_tools, newer=False)
     has_more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
@@ -175,8 +157,8 @@ def around(session: Session, seq: int, *, limit: int, include_tools: bool) -> li
     anchor = message_rows(Message.objects.filter(session=session, seq=seq))
     if not anchor or not shown(anchor[0], include_tools=include_tools):
         return []
-    older = _read_back(session, below=seq, want=limit - 1, include_tools=include_tools)
-    newer = _read_forward(session, above=seq, want=limit - 1, include_tools=include_tools)
+    older = _read(session, past=seq, want=limit - 1, include_tools=include_tools, newer=False)
+    newer = _read(session, past=seq, want=limit - 1, include_tools=include_tools, newer=True)
     before: list[MessageRow] = []
     after: list[MessageRow] = []
     while 1 + len(before) + len(after) < limit and (older or newer):

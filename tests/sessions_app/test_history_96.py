@@ -6,23 +6,7 @@ import pytest
 
 from sessions_app.models import Run
 from tests.conftest import add_messages, assistant, make_session, tool_result, user
-
-
-@pytest.fixture
-def main_session(agents):
-    return make_session("main")
-
-
-def history(api, **args):
-    return api.details("sessions_history", {"sessionKey": "main", **args})
-
-
-def texts(details):
-    out = []
-    for m in details["messages"]:
-        content = m["content"]
-        out.append(content if isinstance(content, str) else content[0]["text"])
-    return out
+from tests.sessions_app.history_helpers import history, texts
 
 
 def error_of(response):

@@ -6,24 +6,8 @@ import json
 import pytest
 
 from sessions_app.sanitize import TRUNCATION_SUFFIX
-from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
-
-
-@pytest.fixture
-def main_session(agents):
-    return make_session("main")
-
-
-def history(api, **args):
-    return api.details("sessions_history", {"sessionKey": "main", **args})
-
-
-def texts(details):
-    out = []
-    for m in details["messages"]:
-        content = m.get("content")
-        out.append(content if isinstance(content, str) else content[0].get("text"))
-    return out
+from tests.conftest import add_messages, assistant, set_config, tool_result, user
+from tests.sessions_app.history_helpers import history, texts
 
 
 def test_returns_raw_messages_oldest_first_with_seq(agent_main, main_session):
