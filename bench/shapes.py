@@ -98,6 +98,40 @@ def _h(expr: str, salt: int) -> str:
     return f"(hashint8(({expr})::bigint * 7919 + {salt}) & {HASH_RANGE - 1})"
 
 
+# The session columns sessions_sql computes; every other column gets its model default
+# (_defaulted_columns), so a column added to Session does not break the generator.
+COMPUTED_SQL = """id, key, session_id, agent_id, kind, row_channel, label, display_name, subject,
+    channel, chat_type, origin, delivery_context, last_channel, last_to, last_account_id,
+    last_thread_id, model, model_provider, context_tokens, input_tokens, output_tokens,
+    total_tokens, thinking_level, verbose_level, reasoning_level, system_sent, aborted_last_run,
+    send_policy, spawned_by, spawn_depth, extra, last_seq, run_status, updated_at, created_at,
+    archived_at, changed_ms, change_reason, turns_waiting"""
+COMPUTED_COLUMNS = frozenset(name.strip() for name in COMPUTED_SQL.split(","))
+
+
+def _defaulted_columns() -> list[tuple[str, str]]:
+    """(column, SQL literal of the model's default) for each Session column not computed."""
+    from sessions_app.models import Session
+
+    rest = []
+    for field in Session._meta.concrete_fields:
+        if field.column in COMPUTED_COLUMNS:
+            continue
+        value = field.get_default()
+        if value is None:
+            literal = "NULL"
+        elif isinstance(value, bool):
+            literal = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            literal = repr(value)
+        elif isinstance(value, (dict, list)):
+            literal = _lit(json.dumps(value)) + "::jsonb"
+        else:
+            literal = _lit(str(value))
+        rest.append((field.column, literal))
+    return rest
+
+
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -111,6 +145,7 @@ def sessions_sql(
 ) -> str:
     """One INSERT … SELECT writing `count` sessions (last_seq set; messages_sql writes them)."""
     derived = derived_fields()
+    rest = _defaulted_columns()
     others = agent_ids(profile)[1:]
     fixed = 3 + profile.giants  # sessions 1 … fixed have set roles
 
@@ -179,13 +214,7 @@ def sessions_sql(
     )
     return f"""
 INSERT INTO sessions_app_session (
-    id, key, session_id, agent_id, kind, row_channel, label, display_name, subject, channel,
-    chat_type, origin, delivery_context, last_channel, last_to, last_account_id, last_thread_id,
-    model, model_provider, context_tokens, input_tokens, output_tokens, total_tokens,
-    thinking_level, verbose_level, reasoning_level, system_sent, aborted_last_run, send_policy,
-    spawned_by, spawn_depth, extra, last_seq, run_status, updated_at, created_at, archived_at,
-    changed_ms, change_reason, turns_waiting,
-    icon, color, category, status_note, archive_reason, cold_file)
+    {COMPUTED_SQL}{"".join(", " + c for c, _ in rest)})
 SELECT g, k, md5('s' || g)::uuid::text, ag, {derived_case(0)}, {derived_case(1)},
     CASE WHEN sub THEN 'task-' || g ELSE '' END, '', '', {by_shape("channel")},
     {by_shape("chat_type")}, NULL,
@@ -202,8 +231,7 @@ SELECT g, k, md5('s' || g)::uuid::text, ag, {derived_case(0)}, {derived_case(1)}
     CASE WHEN sub THEN (ARRAY['done', 'done', 'done', 'failed', 'timeout'])[1 + g % 5] ELSE '' END,
     u, to_timestamp((u - 600000::bigint * n) / 1000.0),
     CASE WHEN sub AND {_h("g", 7)} < {_share(0.3)} THEN to_timestamp(u / 1000.0 + 3600) END,
-    u, '', false,
-    '', '', '', '', '', ''
+    u, '', false{"".join(", " + v for _, v in rest)}
 FROM (
     SELECT g, sub, psub, sh, n, u, ag, {key("g", "sub", "ag", "sh")} AS k,
         {key("p", "psub", "pag", "psh")} AS pk
