@@ -49,6 +49,8 @@ class FakeOpenAI:
     requests: list[Recorded] = field(default_factory=list)
     # What GET /v1/models lists (OpenAI's {"object": "list", "data": [{"id", ...}]}).
     models: list[str] = field(default_factory=lambda: ["fake-model"])
+    # How many answers were sent: a turn stopped during a delayed answer leaves it at 0.
+    answered: int = 0
 
     def __post_init__(self):
         self._queue: collections.deque[Scripted] = collections.deque()
@@ -182,6 +184,7 @@ class FakeOpenAI:
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+                    fake.answered += 1
                 except OSError:
                     self.close_connection = True  # the client gave up (timeout, abort)
 

@@ -450,10 +450,10 @@ def test_abort_during_a_slow_request_stops_promptly(fake_openai):
         if time.monotonic() > deadline:
             raise TurnAborted("deadline")
 
-    started = time.monotonic()
     with pytest.raises(TurnAborted):
         run(make_turn(fake_openai), check_abort=check_abort)
-    assert time.monotonic() - started < 3
+    # Stopped while the 10-second answer was still being waited for, not after it came.
+    assert len(fake_openai.requests) == 1 and fake_openai.answered == 0
 
 
 # --- through the registry --------------------------------------------------------------------
