@@ -300,6 +300,16 @@ class Session(models.Model):
     def archived(self) -> bool:
         return self.archived_at is not None
 
+    @property
+    def pinned(self) -> bool:
+        return self.pinned_at is not None
+
+    @property
+    def owner(self) -> dict[str, Any] | None:
+        """Who answers for it (the sessions tool's assign_owner; 9.6 `owner.actor`)."""
+        owner = (self.extra or {}).get("owner")
+        return owner if isinstance(owner, dict) else None
+
     def archive(self, reason: str = "manual") -> bool:
         """Archive in place, recording why (9.6 archiveReason) and clearing the pin (9.6:
         "Archiving clears the pin"). False when it already was archived (a no-op)."""

@@ -52,6 +52,9 @@ class SessionRow(NamedTuple):
     archived_at: datetime | None
     run_status: str
     last_seq: int
+    pinned_at: datetime | None
+    category: str
+    owner: dict[str, Any] | None  # extra.owner, read by a JSON key lookup
     children: Sequence[str] = ()
 
     @property
@@ -62,11 +65,18 @@ class SessionRow(NamedTuple):
     def archived(self) -> bool:
         return self.archived_at is not None
 
+    @property
+    def pinned(self) -> bool:
+        return self.pinned_at is not None
 
-# The Session columns of a row, in SessionRow's order (every field but `children`).
-ROW_FIELDS: tuple[str, ...] = SessionRow._fields[:-1]
+
+# What values_list() reads for each field of SessionRow but `children`, in its order.
+ROW_FIELDS: tuple[str, ...] = tuple(
+    {"owner": "extra__owner"}.get(name, name) for name in SessionRow._fields[:-1]
+)
 _KEY = ROW_FIELDS.index("key")
-_DELIVERY_CONTEXT = ROW_FIELDS.index("delivery_context")
+# The jsonb columns a plain PostgreSQL cursor returns as text.
+_JSON_AT = (ROW_FIELDS.index("delivery_context"), ROW_FIELDS.index("extra__owner"))
 
 
 def page_rows(queryset: QuerySet[Session]) -> list[SessionRow]:
@@ -134,11 +144,15 @@ def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         raw_rows = cursor.fetchall()
-    loads, at = orjson.loads, _DELIVERY_CONTEXT
-    return [
-        (*raw[:at], loads(raw[at]), *raw[at + 1 :]) if isinstance(raw[at], str) else raw
-        for raw in raw_rows
-    ]
+    loads = orjson.loads
+    rows = []
+    for raw in raw_rows:
+        values = list(raw)
+        for at in _JSON_AT:
+            if isinstance(values[at], str):
+                values[at] = loads(values[at])
+        rows.append(tuple(values))
+    return rows
 
 
 def transcript_path(session_id: str) -> str:
@@ -207,6 +221,11 @@ def session_row(
     row["spawnDepth"] = session.spawn_depth
     row["childSessions"] = [show(k) for k in (children or [])]
     row["archived"] = session.archived
+    row["pinned"] = session.pinned
+    if session.category:
+        row["group"] = session.category
+    if session.owner:
+        row["owner"] = {"actor": session.owner}
     if session.run_status:
         row["status"] = session.run_status
     if messages is not None:

@@ -56,21 +56,25 @@ class Integer(Param):
 
 @dataclass(frozen=True, kw_only=True)
 class Boolean(Param):
-    default: bool = False
+    default: bool | None = False  # None: absent means "not given" (a filter left off)
 
     def schema(self) -> dict[str, Any]:
         return {"type": "boolean", "description": self.description}
 
-    def read(self, args: Args) -> bool:
-        return args.boolean(self.name, default=self.default)
+    def read(self, args: Args) -> bool | None:
+        if self.default is None and not args.has(self.name):
+            return None
+        return args.boolean(self.name, default=bool(self.default))
 
 
 @dataclass(frozen=True, kw_only=True)
 class String(Param):
     max_length: int = 10_000
-    # Schema-only hints; the reader trims, and treats a blank string as absent.
+    # Schema-only hints; the reader trims, and treats a blank string as absent unless
+    # `blank_ok` (then "" is a value of its own).
     min_length: int | None = None
     enum: tuple[str, ...] = ()
+    blank_ok: bool = False
 
     def schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "string", "description": self.description}
@@ -82,7 +86,9 @@ class String(Param):
         return schema
 
     def read(self, args: Args) -> str | None:
-        return args.string(self.name, required=self.required, max_length=self.max_length)
+        return args.string(
+            self.name, required=self.required, max_length=self.max_length, blank_ok=self.blank_ok
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from django.db.models import Q
 
 from openclaw_common import keys
+from openclaw_common.errors import InvalidArgument
 
-from .. import transcript, visibility
+from .. import list_enrichment, transcript, visibility
 from ..identity import Requester
-from ..models import Agent, Session, now_ms
+from ..list_enrichment import ENRICH_ROWS
+from ..models import Agent, Run, Session, now_ms
 from ..rows import page_rows, session_row
-from .declaration import Choice, Declaration, Integer, String, StringList, Tool
-from .shapes import BOOLEAN, INTEGER, SESSION_ROW, array, obj
+from .declaration import Boolean, Choice, Declaration, Integer, String, StringList, Tool
+from .shapes import BOOLEAN, INTEGER, SESSION_ROW, STRING, array, obj
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 200
@@ -61,6 +64,41 @@ DECLARATION = Declaration(
             describe='true, false or "all"',
             default=False,
         ),
+        # OpenClaw 2026.9.6 (§4.1). Filters only narrow the list; they never grant access.
+        Choice(
+            "relationship",
+            "owned, created or involving: relative to an authenticated requesting user, which "
+            "API keys are not (use ownerId or creatorId).",
+            choices={"owned": "owned", "created": "created", "involving": "involving"},
+            enum=("owned", "created", "involving"),
+            describe="owned, created, or involving",
+        ),
+        String(
+            "ownerId", "Only sessions whose owner (else creator) is this actor id.", max_length=200
+        ),
+        String("creatorId", "Only sessions created by this actor id.", max_length=200),
+        String("projectId", "Only sessions of this stored project.", max_length=200),
+        String(
+            "workspaceDir", "Only sessions with this stored workspace directory.", max_length=4096
+        ),
+        String(
+            "group",
+            'Only sessions of this sidebar group; "" selects ungrouped sessions.',
+            max_length=512,
+            blank_ok=True,
+        ),
+        Boolean("pinned", "Only pinned (true) or unpinned (false) sessions.", default=None),
+        Boolean("activeOnly", "Only sessions with a queued or running run.", default=None),
+        Boolean("excludeSubagents", "Leave out sub-agent sessions that are not in a group."),
+        Boolean(
+            "includeDerivedTitles",
+            f"Add derivedTitle (the first user message) to the first {ENRICH_ROWS} rows.",
+        ),
+        Boolean(
+            "includeLastMessage",
+            f"Add lastMessagePreview (the newest user or assistant text) to the first "
+            f"{ENRICH_ROWS} rows.",
+        ),
     ),
     result=obj(
         {
@@ -70,6 +108,11 @@ DECLARATION = Declaration(
             "offset": INTEGER,
             "hasMore": BOOLEAN,
             "nextOffset": INTEGER,
+            "visibility": obj(
+                {"mode": STRING, "restricted": BOOLEAN, "warning": STRING},
+                ("mode", "restricted", "warning"),
+                "Present when the caller's visibility is narrower than all sessions.",
+            ),
         },
         ("count", "sessions", "limitApplied", "offset", "hasMore"),
     ),
@@ -94,9 +137,8 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     offset = a.offset
 
     settings = requester.key_settings
-    qs = Session.objects.listable(settings=settings).filter(
-        visible_filter(visibility.policy_for(requester))
-    )
+    policy = visibility.policy_for(requester)
+    qs = Session.objects.listable(settings=settings).filter(visible_filter(policy))
     if a.archived is False:
         qs = qs.active()
     elif a.archived is True:
@@ -111,6 +153,7 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
         qs = qs.filter(updated_at__gte=max(0, now_ms() - a.activeMinutes * 60_000))
     if a.search:
         qs = qs.filter(search_q(a.search))
+    qs = qs.filter(filters_96(a))
 
     page = page_rows(qs.by_activity()[offset : offset + limit_applied + 1])
     has_more = len(page) > limit_applied
@@ -126,6 +169,7 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
         )
         for s in page
     ]
+    _enrich(rows, page, titles=a.includeDerivedTitles, previews=a.includeLastMessage)
     result: dict[str, Any] = {
         "count": len(rows),
         "sessions": rows,
@@ -135,7 +179,85 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     }
     if has_more:
         result["nextOffset"] = offset + len(rows)
+    note = visibility_note(policy)
+    if note:
+        result["visibility"] = note
     return result
+
+
+RELATIONSHIP_TEXT = (
+    "relationship requires an authenticated requesting user; use an explicit ownerId or "
+    "creatorId instead"
+)
+SCOPES = {
+    "self": "current session only",
+    "tree": "current session + own spawn subtree",
+    "sandbox": "current session + own spawn subtree (sandbox: spawned sessions only)",
+    "agent": "all sessions of this agent",
+}
+
+
+def filters_96(a: SimpleNamespace) -> Q:
+    """The 9.6 filters (§4.1) as one Q. `relationship` needs a requesting user; callers here
+    are API keys and sessions, never users, so it is refused with 9.6's text (a 400 here,
+    where 9.6 throws)."""
+    if a.relationship:
+        raise InvalidArgument(RELATIONSHIP_TEXT)
+    q = Q()
+    if a.ownerId:
+        q &= Q(extra__owner__id=a.ownerId) | Q(
+            extra__owner__isnull=True, extra__createdActor__id=a.ownerId
+        )
+    if a.creatorId:
+        q &= Q(extra__createdActor__id=a.creatorId)
+    if a.projectId:
+        q &= Q(extra__projectId=a.projectId)
+    if a.workspaceDir:
+        q &= Q(extra__workspaceDir=a.workspaceDir)
+    if a.group is not None:
+        q &= Q(category=a.group)
+    if a.pinned is not None:
+        q &= Q(pinned_at__isnull=not a.pinned)
+    if a.activeOnly is not None:
+        running = Q(run_status=Run.SESSION_STATUS[Run.RUNNING])
+        q &= running if a.activeOnly else ~running
+    if a.excludeSubagents:
+        # 9.6 drops sub-agent runs and ungrouped spawned sessions (ACP children, …).
+        q &= ~(Q(key__contains=":subagent:") | (~Q(spawned_by="") & Q(category="")))
+    return q
+
+
+def visibility_note(policy: visibility.Policy) -> dict[str, Any] | None:
+    """9.6's disclosure when the caller sees less than every session (§4.1)."""
+    mode = policy.visibility
+    if mode == "all" and not policy.restrict_to_spawned:
+        return None
+    scope = SCOPES["sandbox" if policy.restrict_to_spawned else mode]
+    return {
+        "mode": mode,
+        "restricted": True,
+        "warning": (
+            f"Session visibility is restricted (effective tools.sessions.visibility={mode}: "
+            f"{scope}). Sessions outside that scope are omitted from results and count."
+        ),
+    }
+
+
+def _enrich(rows: list[dict], page: list, *, titles: bool, previews: bool) -> None:
+    """derivedTitle / lastMessagePreview on the first ENRICH_ROWS rows, when asked."""
+    found = [
+        (name, by_id)
+        for name, by_id, wanted in (
+            ("derivedTitle", list_enrichment.derived_titles, titles),
+            ("lastMessagePreview", list_enrichment.last_previews, previews),
+        )
+        if wanted
+    ]
+    for name, read in found:
+        values = read(page)
+        for row, session in zip(rows, page, strict=True):
+            if session.pk in values:
+                row[name] = values[session.pk]
 
 
 def visible_filter(policy: visibility.Policy) -> Q:

@@ -91,10 +91,25 @@ SESSION_ROW = obj(
         "spawnDepth": INTEGER,
         "childSessions": array(STRING),
         "archived": BOOLEAN,
+        "pinned": BOOLEAN,
+        "group": {"type": "string", "description": "The sidebar group (9.6 category)."},
+        "owner": obj(
+            {"actor": obj({"type": STRING, "id": STRING, "label": STRING}, ("type", "id"))},
+            ("actor",),
+            "Who answers for the session (the sessions tool's assign_owner).",
+        ),
         "status": {
             "type": "string",
             "enum": list(RUN_STATUSES),
             "description": "The latest run's outcome.",
+        },
+        "derivedTitle": {
+            "type": "string",
+            "description": "From the first user message, with includeDerivedTitles.",
+        },
+        "lastMessagePreview": {
+            "type": "string",
+            "description": "The newest visible user or assistant text, with includeLastMessage.",
         },
         "messages": array(MESSAGE, "The last messages, with messageLimit."),
     },
@@ -110,6 +125,7 @@ SESSION_ROW = obj(
         "spawnDepth",
         "childSessions",
         "archived",
+        "pinned",
     ),
     "One session, as sessions_list shows it.",
 )

@@ -206,6 +206,7 @@ def test_row_has_every_field_of_the_seeds_and_api(agent_main, see_all):
         "spawnDepth": 0,
         "childSessions": [child.key],
         "archived": False,
+        "pinned": False,
     }
     assert rows[child.key]["parentSessionKey"] == "agent:main:discord:group:dev"
     assert rows[child.key]["spawnedBy"] == "agent:main:discord:group:dev"

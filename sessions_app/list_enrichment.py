@@ -1,0 +1,101 @@
+"""The transcript-derived fields of sessions_list rows (9.6 §4.1): `derivedTitle` (from the
+first user message, with includeDerivedTitles) and `lastMessagePreview` (the newest visible user
+or assistant text, with includeLastMessage).
+
+Like transcript.last_messages(), each is one query for the whole page: an OR of short `seq`
+ranges on the (session, seq) index, so a giant transcript costs what a small one does. The
+title looks at the first TITLE_SCAN rows of a transcript, the preview at the last PREVIEW_SCAN;
+a session whose first user message or newest visible text lies beyond them gets no field.
+9.6 enriches at most ENRICH_ROWS rows of a page; so do we. Both texts are redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+from operator import or_
+from typing import Any
+
+from django.db.models import Q
+
+from . import sanitize
+from .history_read import HIDDEN_TOKENS, is_hidden
+from .models import Message
+from .rows import SessionRow
+from .runs.tokens import is_silent
+from .transcript import READ_COLUMNS, MessageRow
+
+ENRICH_ROWS = 100
+TITLE_SCAN = 20
+PREVIEW_SCAN = 20
+TITLE_CHARS = 60
+PREVIEW_CHARS = 160
+SILENT_TOKENS = ("NO_REPLY", *HIDDEN_TOKENS)
+
+
+def derived_titles(page: Sequence[SessionRow]) -> dict[int, str]:
+    """Session id → its title: the first user message's text, on one line, cut at a word."""
+    wanted = [s for s in page[:ENRICH_ROWS] if s.last_seq > 0]
+    ranges = [Q(session_id=s.pk, seq__lte=TITLE_SCAN) for s in wanted]
+    titles: dict[int, str] = {}
+    for session_id, row in _rows(ranges, newest_first=False):
+        if session_id not in titles and row.role == "user" and not is_hidden(row):
+            text = visible_text(row.content)
+            if text:
+                titles[session_id] = shorten(text, TITLE_CHARS)
+    return titles
+
+
+def last_previews(page: Sequence[SessionRow]) -> dict[int, str]:
+    """Session id → the newest user or assistant text that history shows (no tool, system or
+    silent rows), on one line."""
+    wanted = [s for s in page[:ENRICH_ROWS] if s.last_seq > 0]
+    ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - PREVIEW_SCAN) for s in wanted]
+    previews: dict[int, str] = {}
+    for session_id, row in _rows(ranges, newest_first=True):
+        if session_id in previews or row.role not in ("user", "assistant") or is_hidden(row):
+            continue
+        text = visible_text(row.content)
+        if text and not any(is_silent(text, token) for token in SILENT_TOKENS):
+            previews[session_id] = shorten(text, PREVIEW_CHARS)
+    return previews
+
+
+def _rows(ranges: list[Q], *, newest_first: bool):
+    if not ranges:
+        return []
+    order = "-seq" if newest_first else "seq"
+    values = (
+        Message.objects.filter(reduce(or_, ranges))
+        .filter(role__in=("user", "assistant"))
+        .order_by("session_id", order)
+        .values_list("session_id", *READ_COLUMNS)
+    )
+    new = tuple.__new__
+    return ((v[0], new(MessageRow, v[1:])) for v in values)
+
+
+def visible_text(content: Any) -> str:
+    """The text blocks of a message (a string, or the text blocks of a block list), joined."""
+    if isinstance(content, str):
+        return content.strip()
+    if not isinstance(content, list):
+        return ""
+    parts = [
+        str(block.get("text") or "")
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "text"
+    ]
+    return "\n".join(parts).strip()
+
+
+def shorten(text: str, limit: int) -> str:
+    """One line, redacted, at most `limit` characters, cut at a word with `…`."""
+    line = " ".join(sanitize.redact(text)[0].split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "…"
