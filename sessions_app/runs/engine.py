@@ -299,15 +299,26 @@ def _run_turn(run: Run) -> TurnOutput:
     if acp_runtime.is_acp_session(session.key):
         # An ACP harness, not a model: it streams into the transcript itself (docs/acp.md).
         return acp_runtime.run_turn(run, check_abort=abort_checker(run))
-    agent: Agent = session.agent
+    # The turn's reads ride out a database outage as its writes do (issue 16 item 11): the
+    # worker claimed the run a moment ago, and a restart now must not end it.
+    turn = outage.through_outage(partial(_turn_input, run))
+    return get_backend(turn.backend).run(
+        turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
+    )
+
+
+def _turn_input(run: Run) -> TurnInput:
+    """What the model is given: reads only, but one of them consumes the notifications, in one
+    statement (so trying again after a lost connection neither loses nor repeats them)."""
     from ..send_modes import take_notifications
     from .tool_specs import tools_for
 
+    session = run.session
+    agent: Agent = session.agent
     # sessions_send mode=notify queued these for this turn (9.6 §4.3): context, not a request.
     notes = take_notifications(session.pk)
     extra_system_prompt = "\n\n".join(p for p in (run.extra_system_prompt, notes) if p)
-
-    turn = TurnInput(
+    return TurnInput(
         session_key=session.key,
         agent_id=agent.id,
         kind=run.kind,
@@ -322,9 +333,6 @@ def _run_turn(run: Run) -> TurnOutput:
             orchestrator=is_orchestrator(session),
             subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
         ),
-    )
-    return get_backend(turn.backend).run(
-        turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
     )
 
 
