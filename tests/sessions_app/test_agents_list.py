@@ -18,10 +18,19 @@ def test_requester_first_then_allow_list_sorted(agent_main, agents):
             "name": "Main",
             "description": "The main agent",
             "configured": True,
+            "model": "scripted/scripted",
+            "agentRuntime": {"id": "scripted", "source": "implicit"},
             "models": [],
         },
         {"id": "alpha", "configured": False},
-        {"id": "research", "name": "Research", "configured": True, "models": []},
+        {
+            "id": "research",
+            "name": "Research",
+            "configured": True,
+            "model": "scripted/scripted",
+            "agentRuntime": {"id": "scripted", "source": "implicit"},
+            "models": [],
+        },
         {"id": "zeta", "configured": False},
     ]
 
@@ -38,7 +47,16 @@ def test_without_an_allow_list_only_the_requester(outsider):
     assert details == {
         "requester": "other",
         "allowAny": False,
-        "agents": [{"id": "other", "name": "Other", "configured": True, "models": []}],
+        "agents": [
+            {
+                "id": "other",
+                "name": "Other",
+                "configured": True,
+                "model": "scripted/scripted",
+                "agentRuntime": {"id": "scripted", "source": "implicit"},
+                "models": [],
+            }
+        ],
     }
 
 
