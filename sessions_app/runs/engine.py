@@ -39,7 +39,7 @@ from ..identity import requester_for_session
 from ..models import Agent, GatewayConfig, Run, Session
 from . import completions, flows, lanes, notify, outage
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
-from .chain import Chain, current_run
+from .chain import Chain, current_run, current_turn_messages
 from .flow_state import Flow, FollowUp
 from .subagent_limits import is_orchestrator
 
@@ -323,9 +323,13 @@ def _run_turn(run: Run) -> TurnOutput:
             subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
         ),
     )
-    return get_backend(turn.backend).run(
-        turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
-    )
+    progress_token = current_turn_messages.set(turn.progress)
+    try:
+        return get_backend(turn.backend).run(
+            turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
+        )
+    finally:
+        current_turn_messages.reset(progress_token)
 
 
 def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:

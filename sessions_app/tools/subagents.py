@@ -71,10 +71,15 @@ DECLARATION = Declaration(
             minimum=1,
             default=DEFAULT_RECENT_MINUTES,
         ),
-        String("taskId", "cancel: the task (its runId, or its childSessionKey).", max_length=512),
+        String(
+            "taskId",
+            "cancel: the task (its runId, its childSessionKey, or its taskName or an "
+            "unambiguous prefix of it).",
+            max_length=512,
+        ),
         Structured(
             "taskIds",
-            f"wait: the tasks to wait for (1-{MAX_WAIT_TASKS}).",
+            f"wait: the tasks to wait for (1-{MAX_WAIT_TASKS}; ids, keys or taskNames).",
             shape={"type": "array", "items": {"type": "string"}, "maxItems": MAX_WAIT_TASKS},
         ),
         Integer(
@@ -148,6 +153,7 @@ def native_row(index: int, task: Task) -> dict[str, Any]:
         "index": index,
         "runId": task.task_id,
         "sessionKey": task.session.key,
+        **({"taskName": task.task_name} if task.task_name else {}),
         "label": (task.run.label or "")[:48],
         "task": " ".join(task.run.message.split())[:72],
         "status": task.status,
@@ -177,7 +183,8 @@ def _iso(value: Any) -> str:
 
 def text_lines(rows: list[dict[str, Any]]) -> str:
     return "\n".join(
-        f"{r['index']}. task: {r['label'] or 'task'} ({r['model']}, {r['runtime']}) "
+        f"{r['index']}. {r.get('taskName') or 'task'}: {r['label'] or 'task'} "
+        f"({r['model']}, {r['runtime']}) "
         f"{r['status']} - {r['task']}"
         for r in rows
     )
