@@ -153,12 +153,20 @@ RECENT_MINUTES = 30
 
 
 def task_by_name(session_key: str, name: str) -> Task | None:
+    found = tasks_named(session_key, name)
+    return found[0] if len(found) == 1 else None
+
+
+def tasks_named(session_key: str, name: str) -> list[Task]:
+    """The recent tasks `name` designates: the newest with exactly that taskName (a name reused
+    later points at the later task), else the newest of each taskName it is a prefix of (more
+    than one: ambiguous)."""
     named = [t for t in tasks_of(session_key, since=recent_since(RECENT_MINUTES)) if t.task_name]
     exact = [t for t in named if t.task_name == name]
     if exact:
-        return exact[0]  # the newest: a name reused later points at the later task
+        return exact[:1]
     prefixed = {t.task_name: t for t in reversed(named) if t.task_name.startswith(name)}
-    return next(iter(prefixed.values())) if len(prefixed) == 1 else None
+    return sorted(prefixed.values(), key=lambda t: t.task_name)
 
 
 def recent_since(minutes: int) -> datetime:

@@ -284,6 +284,16 @@ def cancel_task(requester: Requester, task_id: str | None) -> dict[str, Any]:
         return {"status": "forbidden", "error": LEAF_CANNOT_CANCEL}
     task = subagent_tasks.task_by_id(requester.session_key, task_id)
     if task is None:
+        named = subagent_tasks.tasks_named(requester.session_key, task_id)
+        if len(named) > 1:  # a taskName prefix of several children: say which, stop none
+            return {
+                "status": "error",
+                "taskId": task_id,
+                "found": False,
+                "cancelled": False,
+                "reason": f'taskName prefix "{task_id}" is ambiguous: '
+                + ", ".join(t.task_name for t in named),
+            }
         return {"status": "forbidden", "error": OUTSIDE_TREE}
     if task.ended and not control.tree_busy(task.session):
         return {

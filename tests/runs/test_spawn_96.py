@@ -193,6 +193,13 @@ def test_subagents_targets_and_lists_children_by_task_name(agent_main, home):
         "found": True,
         "cancelled": True,
     }
+    assert agent_main.details("subagents", {"action": "cancel", "taskId": "pa"}) == {
+        "status": "error",
+        "taskId": "pa",
+        "found": False,
+        "cancelled": False,
+        "reason": 'taskName prefix "pa" is ambiguous: papers, patents',
+    }
     by_prefix = agent_main.details("subagents", {"action": "cancel", "taskId": "summ"})
     assert by_prefix["status"] == "cancelled"
     assert agent_main.details("subagents", {"action": "cancel", "taskId": "nope"}) == {
