@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from sessions_app.models import Message, Run, Session
-from sessions_app.runs import fork
+from sessions_app.runs import flows, fork
 from sessions_app.tools import sessions_spawn as spawn_tool
-from tests.conftest import add_messages, assistant, make_agent, make_session, user
+from tests.conftest import add_messages, assistant, make_agent, make_session, tool_result, user
 from tests.runs.helpers import drain
 
 # The requester's own agent scripts a turn that calls a tool, then forks a child.
@@ -28,6 +28,7 @@ MAIN_RULES = [
         ],
         "reply": "spawned",
     },
+    {"match": "break", "on": ["spawn"], "error": "the model refused"},
     {"match": ".*", "on": ["spawn"], "reply": "child done"},
 ]
 
@@ -110,6 +111,14 @@ def test_fork_from_a_turn_carries_the_turn_and_its_finished_tool_results(ingest,
     assert calls == ["agents_list"] and forked[4].tool_name == "agents_list"
     task = messages[len(forked)]
     assert task.role == "user" and task.content == "carry on" and run.input_seq == task.seq
+
+
+def test_a_forked_tool_result_is_never_the_childs_result(agent_main, home):
+    add_messages(home, tool_result("the requester's own finding"))
+    details = spawn(agent_main, context="fork", task="break it")
+    drain()
+    run = Run.objects.get(pk=details["runId"])
+    assert run.status == Run.ERROR and flows.child_result(run) == "(no output)"
 
 
 def test_fork_needs_the_same_agent(agent_main, home):
