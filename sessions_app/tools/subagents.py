@@ -102,10 +102,9 @@ DECLARATION = Declaration(
             "active": array({"type": "object"}),
             "recent": array({"type": "object"}),
             "text": STRING,
-            "reason": {
-                "type": "string",
-                "enum": ["completed", "attention", "unavailable", "timeout"],
-            },
+            # wait: completed | attention | unavailable | timeout; cancel (status error): why
+            # nothing was cancelled, in words.
+            "reason": STRING,
             "completed": array(TASK_ROW),
             "attention": array(TASK_ROW),
             "unavailable": array(STRING),
