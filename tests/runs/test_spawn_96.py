@@ -341,3 +341,16 @@ def test_snake_case_spellings_and_the_timeout_alias(agent_main, home):
     # The reference still documents timeoutSeconds as runTimeoutSeconds' older name.
     older = spawn(agent_main, timeoutSeconds=7)
     assert Run.objects.get(pk=older["runId"]).timeout_seconds == 7
+
+
+def test_rest_spawn_takes_the_same_parameters(agent_main, home):
+    spawned = agent_main.post(
+        "/api/v1/spawn/", {"task": "look", "context": "fork", "taskName": "look"}
+    )
+    assert spawned.status_code == 200, spawned.content
+    assert spawned.json()["context"] == "fork" and spawned.json()["taskName"] == "look"
+    refused = agent_main.post("/api/v1/spawn/", {"task": "look", "taskName": "all"})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"] == (
+        'Invalid taskName "all". Reserved subagent targets cannot be used as taskName values.'
+    )
