@@ -48,6 +48,7 @@ def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
         accepted_result,
         check_requester_limits,
         check_runtime_and_mode,
+        not_applied_notes,
         start_child,
     )
 
@@ -91,6 +92,7 @@ def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
         depth=depth + 1,
         chain=chain,
         requester_channel=requester_row.row_channel if requester_row else "",
+        notes=tuple(not_applied_notes(request)),
     )
     with transaction.atomic():
         harness_agent(harness)

@@ -23,6 +23,12 @@ from ..models import GatewayConfig, Run
 current_run: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
     "current_run", default=None
 )
+# The messages that run's turn has produced so far and not yet stored (its assistant tool calls
+# and their results; the backend appends to this list): a sessions_spawn with context="fork"
+# copies them with the stored transcript (9.6 §4.4: "including the current turn").
+current_turn_messages: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar(
+    "current_turn_messages", default=None
+)
 
 
 @dataclass(frozen=True)

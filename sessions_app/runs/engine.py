@@ -39,7 +39,7 @@ from ..identity import requester_for_session
 from ..models import Agent, GatewayConfig, Run, Session
 from . import completions, flows, lanes, notify, outage
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
-from .chain import Chain, current_run
+from .chain import Chain, current_run, current_turn_messages
 from .flow_state import Flow, FollowUp
 from .subagent_limits import is_orchestrator
 
@@ -302,9 +302,14 @@ def _run_turn(run: Run) -> TurnOutput:
     # The turn's reads ride out a database outage as its writes do (issue 16 item 11): the
     # worker claimed the run a moment ago, and a restart now must not end it.
     turn = outage.through_outage(partial(_turn_input, run))
-    return get_backend(turn.backend).run(
-        turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
-    )
+    # sessions_spawn context="fork" from this turn copies what it has said so far.
+    progress_token = current_turn_messages.set(turn.progress)
+    try:
+        return get_backend(turn.backend).run(
+            turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
+        )
+    finally:
+        current_turn_messages.reset(progress_token)
 
 
 def _turn_input(run: Run) -> TurnInput:

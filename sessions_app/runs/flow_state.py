@@ -38,6 +38,8 @@ _JSON_KEYS = {
     "runtime": "runtime",
     "cwd": "cwd",
     "stream_to": "streamTo",
+    "task_name": "taskName",
+    "context": "context",
 }
 
 A2A, SPAWN, SUBAGENT_ANNOUNCE = "a2a", "spawn", "subagent_announce"
@@ -72,6 +74,8 @@ class Flow:
     runtime: str | None = None  # spawn: "acp" for an ACP harness child (None: a sub-agent)
     cwd: str | None = None  # spawn, acp: the session's working directory (resolved)
     stream_to: str | None = None  # spawn, acp: "parent" also streams progress to the requester
+    task_name: str | None = None  # spawn: the taskName handle `subagents` targets (9.6 §4.4)
+    context: str | None = None  # spawn: the context it actually started with, isolated | fork
 
     @classmethod
     def a2a(

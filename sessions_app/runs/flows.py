@@ -183,6 +183,7 @@ def child_result(run: Run) -> str:
         return run.reply.strip()
     latest = (
         Message.objects.filter(session_id=run.session_id, role="toolResult")
+        .exclude(extra__has_key="forkOf")  # the requester's, copied by a fork (runs/fork.py)
         .order_by("-seq")
         .only("content")
         .first()

@@ -36,6 +36,11 @@ class Task:
         return str(self.run.pk)
 
     @property
+    def task_name(self) -> str:
+        """sessions_spawn's taskName, if one was given."""
+        return str((self.run.flow or {}).get("taskName") or "")
+
+    @property
     def ended(self) -> bool:
         return self.completion is not None
 
@@ -128,16 +133,40 @@ def build(spawn_runs: list[Run]) -> list[Task]:
 
 
 def task_by_id(session_key: str, task_id: str) -> Task | None:
-    """One of `session_key`'s tasks, by its id (the spawn run's id) or its child session key."""
+    """One of `session_key`'s tasks, by its id (the spawn run's id), its child session key, or
+    its taskName (exact, else an unambiguous prefix, among the tasks in flight or ended within
+    the last RECENT_MINUTES: 9.6 §4.4)."""
     runs = Run.objects.filter(kind="spawn", requester_key=session_key).select_related("session")
     found = runs.filter(session__key=task_id).order_by("-created_at").first()
     if found is None:
         try:
             found = runs.filter(pk=uuid.UUID(task_id)).first()
-        except ValueError:  # neither a key nor a run id: no such task
-            found = None
+        except ValueError:  # not a key nor a run id: perhaps a taskName
+            return task_by_name(session_key, task_id)
     tasks = build([found]) if found is not None else []
     return tasks[0] if tasks else None
+
+
+# The children a taskName is looked up among: those in flight, and those ended this recently
+# (subagents list's default window).
+RECENT_MINUTES = 30
+
+
+def task_by_name(session_key: str, name: str) -> Task | None:
+    found = tasks_named(session_key, name)
+    return found[0] if len(found) == 1 else None
+
+
+def tasks_named(session_key: str, name: str) -> list[Task]:
+    """The recent tasks `name` designates: the newest with exactly that taskName (a name reused
+    later points at the later task), else the newest of each taskName it is a prefix of (more
+    than one: ambiguous)."""
+    named = [t for t in tasks_of(session_key, since=recent_since(RECENT_MINUTES)) if t.task_name]
+    exact = [t for t in named if t.task_name == name]
+    if exact:
+        return exact[:1]
+    prefixed = {t.task_name: t for t in reversed(named) if t.task_name.startswith(name)}
+    return sorted(prefixed.values(), key=lambda t: t.task_name)
 
 
 def recent_since(minutes: int) -> datetime:

@@ -31,7 +31,7 @@ from openclaw_common.errors import Forbidden, InvalidArgument
 from .. import model_catalog, store
 from ..identity import Requester
 from ..models import Agent, GatewayConfig, Run, Session
-from ..runs import prompts
+from ..runs import fork, prompts
 from ..runs.attachments import (
     AttachmentLimits,
     AttachmentRefused,
@@ -68,6 +68,24 @@ PRIVATE_NOTE = (
 )
 QUIET_NOTE = "Quiet run: no completion notification is sent. Do not wait for an announcement."
 MAX_TASK_CHARS = 100_000
+CONTEXTS = ("isolated", "fork")
+TASK_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+# `subagents` targets these by name; a task may not be called so (9.6 §4.4).
+RESERVED_TASK_NAMES = ("all", "last")
+FORK_CROSS_AGENT = (
+    'context="fork" currently requires the same target agent as the requester; use '
+    'context="isolated" for cross-agent spawns.'
+)
+FORK_ACP = 'context="fork" is only supported for runtime="subagent".'
+LIGHT_CONTEXT_ACP = 'lightContext is only supported for runtime="subagent".'
+NEEDS_VISIBLE = "Parameters require visible=true"
+VISIBLE_UNSUPPORTED = (
+    "visible=true is not supported by this gateway: it has no dashboard sessions "
+    "(sessions.create). Omit visible to spawn a hidden sub-agent."
+)
+# Accepted as 9.6 does without its cloud placement or tools.swarm, and not applied here: the
+# accepted result's note names each one that was sent (never a silent pretence).
+NOT_APPLIED = ("group", "placement", "collect", "outputSchema", "groupId", "fastMode")
 
 ATTACHMENT = obj(
     {
@@ -190,6 +208,63 @@ DECLARATION = Declaration(
             "Where you would like the files (a hint only).",
             shape=obj({"mountPath": {"type": "string", "description": "A directory path."}}),
         ),
+        Choice(
+            "context",
+            '"isolated" (default): the sub-agent starts with only the task; "fork": it starts '
+            "with a copy of this session's transcript (same agent only, up to ~100K tokens).",
+            choices={c: c for c in CONTEXTS},
+            enum=CONTEXTS,
+            describe='"isolated" or "fork"',
+            default="isolated",
+        ),
+        String(
+            "taskName",
+            "A short handle for the task (1-64 chars: a-z first, then a-z 0-9 _ -; not all or "
+            "last) that subagents accepts as taskId.",
+            max_length=1000,
+        ),
+        Boolean(
+            "lightContext",
+            "Light bootstrap (subagent only). Sub-agents here always start light.",
+            advertised=False,
+        ),
+        Boolean(
+            "visible",
+            "A persistent dashboard session instead of a hidden child: not supported here.",
+            advertised=False,
+        ),
+        String(
+            "group",
+            "Dashboard group (visible spawns; not applied here).",
+            max_length=200,
+            advertised=False,
+        ),
+        String(
+            "placement", "Cloud placement (not applied here).", max_length=200, advertised=False
+        ),
+        String("projectId", "Project (needs visible=true).", max_length=200, advertised=False),
+        String(
+            "projectGitUrl",
+            "Project repository (needs visible=true).",
+            max_length=4000,
+            advertised=False,
+        ),
+        Boolean("collect", "tools.swarm collection (not applied here).", advertised=False),
+        Structured(
+            "outputSchema",
+            "tools.swarm output schema (not applied here).",
+            shape={"type": "object"},
+            advertised=False,
+        ),
+        String(
+            "groupId", "tools.swarm group (not applied here).", max_length=200, advertised=False
+        ),
+        Structured(
+            "fastMode",
+            'true, false or "auto" (tools.swarm; not applied here).',
+            shape={"type": ["boolean", "string"]},
+            advertised=False,
+        ),
     ),
     result=obj(
         {
@@ -198,7 +273,11 @@ DECLARATION = Declaration(
             "runId": STRING,
             "mode": {"type": "string", "enum": ["run"]},
             "note": STRING,
+            "context": {"type": "string", "enum": list(CONTEXTS)},
+            "taskName": STRING,
             "modelApplied": STRING,
+            "resolvedModel": STRING,
+            "resolvedProvider": STRING,
             "expectsCompletionMessage": {"type": "boolean"},
             "completionTarget": {"type": "string", "enum": ["parent"]},
             "attachments": obj(
@@ -225,6 +304,7 @@ DECLARATION = Declaration(
         for name in DELIVERY_KEYS
     },
     group="sessions",
+    snake_case=True,
 )
 
 
@@ -252,10 +332,26 @@ class SpawnRequest:
     expects_completion: bool
     cwd: str | None = None
     stream_to: str | None = None
+    context: str = "isolated"
+    task_name: str | None = None
+    light_context: bool = False
+    visible: bool = False
+    # 9.6 parameters accepted and not applied here (NOT_APPLIED), by name, as sent.
+    not_applied: tuple[str, ...] = ()
 
 
 def read_request(args: Any) -> SpawnRequest:
+    args, worktree = split_worktree_options(args)
     a = DECLARATION.read(args)
+    task_name = check_task_name(a.taskName)
+    if not a.visible and (worktree or a.projectId is not None or a.projectGitUrl is not None):
+        raise InvalidArgument(NEEDS_VISIBLE)
+    if a.fastMode is not None and not (isinstance(a.fastMode, bool) or a.fastMode == "auto"):
+        raise InvalidArgument('fastMode must be true, false or "auto"')
+    if a.outputSchema is not None and not isinstance(a.outputSchema, dict):
+        raise InvalidArgument("outputSchema must be an object")
+    if a.collect and a.completionTarget is not None:
+        check_completion_target(a.completionTarget, False)
     attach_as = a.attachAs
     if attach_as is not None and not (
         isinstance(attach_as, dict) and set(attach_as) <= {"mountPath"}
@@ -284,7 +380,40 @@ def read_request(args: Any) -> SpawnRequest:
         expects_completion=a.expectsCompletionMessage,
         cwd=a.cwd,
         stream_to=a.streamTo,
+        context=a.context,
+        task_name=task_name,
+        light_context=a.lightContext,
+        visible=a.visible,
+        not_applied=tuple(name for name in NOT_APPLIED if getattr(a, name) not in (None, False)),
     )
+
+
+def split_worktree_options(args: Any) -> tuple[Any, bool]:
+    """9.6's `worktree*` family (visible spawns only): taken out before the declaration reads
+    the rest, and reported as present."""
+    if not isinstance(args, dict):
+        return args, False
+    names = [k for k in args if isinstance(k, str) and k.startswith("worktree")]
+    if not names:
+        return args, False
+    rest = {k: v for k, v in args.items() if k not in names}
+    return rest, any(args[k] is not None for k in names)
+
+
+def check_task_name(name: str | None) -> str | None:
+    """9.6 §4.4: ^[a-z][a-z0-9_-]{0,63}$ and not a reserved `subagents` target."""
+    if name is None:
+        return None
+    if not TASK_NAME.fullmatch(name):
+        raise InvalidArgument(
+            f'Invalid taskName "{name}". Use 1-64 chars matching [a-z][a-z0-9_-]*.'
+        )
+    if name in RESERVED_TASK_NAMES:
+        raise InvalidArgument(
+            f'Invalid taskName "{name}". Reserved subagent targets cannot be used as taskName '
+            "values."
+        )
+    return name
 
 
 def check_completion_target(target: str | None, expects: bool) -> None:
@@ -325,6 +454,11 @@ class SpawnPlan:
     depth: int  # the child's
     chain: Chain
     requester_channel: str
+    # What the child actually starts with: "fork" copies `fork` into its transcript first.
+    context: str = "isolated"
+    fork: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()  # said in the accepted result's note, after the usual one
+    provider: str = ""  # the target agent's backend type (resolvedProvider of a bare model id)
 
 
 class Spawner(NamedTuple):
@@ -349,6 +483,8 @@ def plan_spawn(requester: Requester, request: SpawnRequest) -> SpawnPlan:
     check_runtime_and_mode(request)
     requester_row, me, depth = check_requester_limits(requester, requester.config)
     target_id, target = check_target(requester, request, me)
+    if request.context == "fork" and target_id != requester.agent_id:
+        raise SpawnRefused(FORK_CROSS_AGENT)
     check_model_and_thinking(request)
     child_key = f"agent:{target_id}:subagent:{uuid.uuid4()}"
     request = check_model_catalog(request, target_id, target, requester, child_key)
@@ -365,6 +501,7 @@ def plan_spawn(requester: Requester, request: SpawnRequest) -> SpawnPlan:
     timeout = request.timeout
     if timeout is None:  # the target agent's default, else the gateway's (9.6 §1.9)
         timeout = limits_for(target, requester.config).subagent_run_timeout_seconds
+    context, forked, notes = plan_context(requester, request)
     return SpawnPlan(
         requester=requester,
         request=request,
@@ -374,7 +511,33 @@ def plan_spawn(requester: Requester, request: SpawnRequest) -> SpawnPlan:
         depth=depth + 1,
         chain=chain,
         requester_channel=requester_row.row_channel if requester_row else "",
+        context=context,
+        fork=tuple(forked),
+        notes=(*notes, *not_applied_notes(request)),
+        provider=str((target.backend or {}).get("type") or "scripted"),
     )
+
+
+def plan_context(
+    requester: Requester, request: SpawnRequest
+) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The context the child starts with: a fork over the cap starts isolated, and says so."""
+    if request.context != "fork":
+        return "isolated", [], []
+    messages = fork.fork_messages(requester.session_key)
+    tokens = fork.estimate_tokens(messages)
+    if tokens > fork.FORK_MAX_TOKENS:
+        return "isolated", [], [fork.too_large_note(tokens)]
+    return "fork", messages, []
+
+
+def not_applied_notes(request: SpawnRequest) -> list[str]:
+    names = list(request.not_applied)
+    if request.runtime != "acp" and request.cwd is not None:
+        names.append("cwd")  # a native sub-agent has no working directory of its own here
+    if not names:
+        return []
+    return [f"Not applied by this gateway (accepted for compatibility): {', '.join(names)}."]
 
 
 def check_runtime_and_mode(request: SpawnRequest) -> None:
@@ -490,15 +653,21 @@ def start_spawn(plan: SpawnPlan) -> dict:
     result = accepted_result(plan, run)
     if request.model:
         result["modelApplied"] = request.model
+        # The applied ref, and its provider: the ref's prefix, else the backend serving it.
+        result["resolvedModel"] = request.model
+        prefix, _, rest = request.model.partition("/")
+        result["resolvedProvider"] = prefix if rest else plan.provider
     if staged is not None:
         result["attachments"] = staged.receipt()
     return result
 
 
-def note_for(request: SpawnRequest) -> str:
+def note_for(request: SpawnRequest, extra: tuple[str, ...] = ()) -> str:
     if not request.expects_completion:
-        return QUIET_NOTE
-    return PRIVATE_NOTE if request.completion_target == "parent" else RUN_NOTE
+        note = QUIET_NOTE
+    else:
+        note = PRIVATE_NOTE if request.completion_target == "parent" else RUN_NOTE
+    return " ".join((note, *extra))
 
 
 def accepted_result(plan: SpawnPlan, run: Run) -> dict[str, Any]:
@@ -509,11 +678,14 @@ def accepted_result(plan: SpawnPlan, run: Run) -> dict[str, Any]:
         "childSessionKey": plan.child_key,
         "runId": str(run.pk),
         "mode": "run",
-        "note": note_for(request),
+        "note": note_for(request, plan.notes),
         "expectsCompletionMessage": request.expects_completion,
+        "context": plan.context,
     }
     if request.completion_target:
         result["completionTarget"] = request.completion_target
+    if request.task_name:
+        result["taskName"] = request.task_name
     return result
 
 
@@ -566,6 +738,8 @@ def start_child(
             **(entry or {}),
         },
     )
+    # The fork goes in before the task message, which start_run appends.
+    fork.append_fork(child, list(plan.fork), requester.session_key)
     flow = Flow.spawn(
         requester=requester.session_key,
         requester_channel=plan.requester_channel,
@@ -576,6 +750,7 @@ def start_child(
         completion_target=request.completion_target,
         expects_completion=request.expects_completion,
     )
+    flow = dataclasses.replace(flow, task_name=request.task_name, context=plan.context)
     return start_run(
         session=child,
         kind="spawn",
@@ -597,10 +772,17 @@ def start_child(
 
 
 def sessions_spawn(*, requester: Requester, args: dict[str, Any] | None) -> dict:
-    """Spawn a sub-agent run. Returns {status: "accepted", runId, childSessionKey, mode, note,
-    modelApplied?, attachments?} or {status: "error" | "forbidden", error}."""
+    """Spawn a sub-agent run. Returns {status: "accepted", childSessionKey, runId, mode, note,
+    expectsCompletionMessage, context, completionTarget?, taskName?, modelApplied?,
+    resolvedModel?, resolvedProvider?, attachments?} or {status: "error" | "forbidden", error}."""
     request = read_request(args)
     try:
+        if request.visible:
+            raise SpawnRefused(VISIBLE_UNSUPPORTED)
+        if request.runtime == "acp" and request.context == "fork":
+            raise SpawnRefused(FORK_ACP)
+        if request.runtime == "acp" and request.light_context:
+            raise SpawnRefused(LIGHT_CONTEXT_ACP)
         if request.runtime == "acp":
             from ..acp.spawn import spawn_acp  # the ACP runtime's own rules (docs/acp.md)
 

@@ -71,10 +71,15 @@ DECLARATION = Declaration(
             minimum=1,
             default=DEFAULT_RECENT_MINUTES,
         ),
-        String("taskId", "cancel: the task (its runId, or its childSessionKey).", max_length=512),
+        String(
+            "taskId",
+            "cancel: the task (its runId, its childSessionKey, or its taskName or an "
+            "unambiguous prefix of it).",
+            max_length=512,
+        ),
         Structured(
             "taskIds",
-            f"wait: the tasks to wait for (1-{MAX_WAIT_TASKS}).",
+            f"wait: the tasks to wait for (1-{MAX_WAIT_TASKS}; ids, keys or taskNames).",
             shape={"type": "array", "items": {"type": "string"}, "maxItems": MAX_WAIT_TASKS},
         ),
         Integer(
@@ -97,10 +102,9 @@ DECLARATION = Declaration(
             "active": array({"type": "object"}),
             "recent": array({"type": "object"}),
             "text": STRING,
-            "reason": {
-                "type": "string",
-                "enum": ["completed", "attention", "unavailable", "timeout"],
-            },
+            # wait: completed | attention | unavailable | timeout; cancel (status error): why
+            # nothing was cancelled, in words.
+            "reason": STRING,
             "completed": array(TASK_ROW),
             "attention": array(TASK_ROW),
             "unavailable": array(STRING),
@@ -148,6 +152,7 @@ def native_row(index: int, task: Task) -> dict[str, Any]:
         "index": index,
         "runId": task.task_id,
         "sessionKey": task.session.key,
+        **({"taskName": task.task_name} if task.task_name else {}),
         "label": (task.run.label or "")[:48],
         "task": " ".join(task.run.message.split())[:72],
         "status": task.status,
@@ -177,7 +182,8 @@ def _iso(value: Any) -> str:
 
 def text_lines(rows: list[dict[str, Any]]) -> str:
     return "\n".join(
-        f"{r['index']}. task: {r['label'] or 'task'} ({r['model']}, {r['runtime']}) "
+        f"{r['index']}. {r.get('taskName') or 'task'}: {r['label'] or 'task'} "
+        f"({r['model']}, {r['runtime']}) "
         f"{r['status']} - {r['task']}"
         for r in rows
     )
@@ -277,6 +283,16 @@ def cancel_task(requester: Requester, task_id: str | None) -> dict[str, Any]:
         return {"status": "forbidden", "error": LEAF_CANNOT_CANCEL}
     task = subagent_tasks.task_by_id(requester.session_key, task_id)
     if task is None:
+        named = subagent_tasks.tasks_named(requester.session_key, task_id)
+        if len(named) > 1:  # a taskName prefix of several children: say which, stop none
+            return {
+                "status": "error",
+                "taskId": task_id,
+                "found": False,
+                "cancelled": False,
+                "reason": f'taskName prefix "{task_id}" is ambiguous: '
+                + ", ".join(t.task_name for t in named),
+            }
         return {"status": "forbidden", "error": OUTSIDE_TREE}
     if task.ended and not control.tree_busy(task.session):
         return {

@@ -39,6 +39,16 @@ def test_spawn_is_accepted_at_once_with_an_acp_key(agent_main, home):
     assert Agent.objects.filter(pk="echo").exists()  # the child's key names it
 
 
+def test_an_acp_spawn_reports_its_context_and_task_name(agent_main, home):
+    result = spawn(agent_main, runtime="acp", agentId="echo", taskName="echo-1", groupId="g")
+    assert result["status"] == "accepted"
+    assert result["context"] == "isolated" and result["taskName"] == "echo-1"
+    assert result["note"].endswith(
+        "Not applied by this gateway (accepted for compatibility): groupId."
+    )
+    assert Run.objects.get(pk=result["runId"]).flow["taskName"] == "echo-1"
+
+
 def test_default_agent_is_used_without_agent_id(agent_main, home):
     result = spawn(agent_main, runtime="acp")
     assert result["childSessionKey"].startswith("agent:echo:acp:")

@@ -1,6 +1,6 @@
 """agents_list (reference §5.6): which agent ids sessions_spawn may target from this session."""
 
-from tests.conftest import make_agent
+from tests.conftest import make_agent, set_config
 
 
 def test_requester_first_then_allow_list_sorted(agent_main, agents):
@@ -18,10 +18,19 @@ def test_requester_first_then_allow_list_sorted(agent_main, agents):
             "name": "Main",
             "description": "The main agent",
             "configured": True,
+            "model": "scripted/scripted",
+            "agentRuntime": {"id": "scripted", "source": "implicit"},
             "models": [],
         },
         {"id": "alpha", "configured": False},
-        {"id": "research", "name": "Research", "configured": True, "models": []},
+        {
+            "id": "research",
+            "name": "Research",
+            "configured": True,
+            "model": "scripted/scripted",
+            "agentRuntime": {"id": "scripted", "source": "implicit"},
+            "models": [],
+        },
         {"id": "zeta", "configured": False},
     ]
 
@@ -38,7 +47,16 @@ def test_without_an_allow_list_only_the_requester(outsider):
     assert details == {
         "requester": "other",
         "allowAny": False,
-        "agents": [{"id": "other", "name": "Other", "configured": True, "models": []}],
+        "agents": [
+            {
+                "id": "other",
+                "name": "Other",
+                "configured": True,
+                "model": "scripted/scripted",
+                "agentRuntime": {"id": "scripted", "source": "implicit"},
+                "models": [],
+            }
+        ],
     }
 
 
@@ -73,3 +91,26 @@ def test_put_agent_creates_then_updates(operator, agents):
 
 def test_put_agent_needs_operator_scope(agent_main):
     assert agent_main.put("/api/v1/agents/writer/", {"name": "x"}).status_code == 403
+
+
+def test_model_and_runtime_say_where_they_come_from(agent_main, agents):
+    make_agent("main", subagents={"allowAgents": ["*"]})
+    make_agent(
+        "writer",
+        backend={
+            "type": "openai",
+            "baseUrl": "http://127.0.0.1:9/v1",
+            "model": "gpt-x",
+            "apiKeyEnv": "OPENAI_API_KEY",
+        },
+    )
+    make_agent("research", model="anthropic/claude-x", backend={"type": "scripted", "rules": []})
+    make_agent("codex")
+    set_config(acp_agents={"codex": {"command": "codex-acp"}})
+    rows = {row["id"]: row for row in agent_main.details("agents_list")["agents"]}
+    assert rows["writer"]["model"] == "openai/gpt-x"
+    assert rows["writer"]["agentRuntime"] == {"id": "openai", "source": "agent"}
+    assert rows["research"]["model"] == "anthropic/claude-x"
+    assert rows["research"]["agentRuntime"] == {"id": "scripted", "source": "agent"}
+    assert rows["main"]["agentRuntime"] == {"id": "scripted", "source": "implicit"}
+    assert rows["codex"]["agentRuntime"] == {"id": "acp", "source": "agent"}

@@ -564,6 +564,8 @@ def test_parameter_names_are_the_ones_the_tools_accept():
         "runtime",  # "subagent" | "acp" (docs/acp.md)
         "cwd",
         "streamTo",
+        "context",  # 9.6 §4.4
+        "taskName",
     }
     assert spawn["required"] == ["task"]
     assert spawn["properties"]["cleanup"]["enum"] == ["delete", "keep"]

@@ -71,7 +71,24 @@ def test_the_reader_accepts_what_is_offered_and_refuses_the_rest(name):
     # Accepted but offered to no one: OpenClaw's aliases and values this service only refuses.
     hidden = declaration.names - offered
     assert hidden == {
-        "sessions_spawn": {"mode", "thread", "sandbox", "timeoutSeconds", "thinking"},
+        "sessions_spawn": {
+            "mode",
+            "thread",
+            "sandbox",
+            "timeoutSeconds",
+            "thinking",
+            # 9.6 parameters accepted for compatibility, refused or not applied here.
+            "lightContext",
+            "visible",
+            "group",
+            "placement",
+            "projectId",
+            "projectGitUrl",
+            "collect",
+            "outputSchema",
+            "groupId",
+            "fastMode",
+        },
         "sessions_send": {"SendMessage", "content", "text"},
     }.get(name, set())
     with pytest.raises(Exception, match=f"Unknown argument for {name}: nope"):

@@ -46,6 +46,9 @@ class TurnInput:
     messages: list[dict[str, Any]]
     extra_system_prompt: str = ""
     tools: list[ToolSpec] = field(default_factory=list)
+    # The turn's output so far: the backend appends its messages here as it goes (and returns
+    # them in TurnOutput), so a tool call can see what its own turn did before it.
+    progress: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

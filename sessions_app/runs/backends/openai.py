@@ -63,7 +63,7 @@ class OpenAIBackend:
         system = [{"role": "system", "content": prompt}] if prompt else []
         history = window(to_openai_messages(turn.messages))
 
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, Any]] = turn.progress
         totals = {"input": 0, "output": 0, "totalTokens": 0}
         rounds = 0
         while True:

@@ -77,7 +77,7 @@ class ScriptedBackend:
         sleep(int(settings.get("delayMs") or 0) + int(rule.get("delayMs") or 0), check_abort)
         if rule.get("error"):
             raise BackendError(rule["error"])
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, Any]] = turn.progress
         tool_text = ""
         calls = rule.get("toolCalls") or []
         if calls:
