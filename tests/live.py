@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +89,7 @@ class Response:
 class LiveServer:
     url: str
     process: subprocess.Popen
+    app_name: str = ""
 
     def request(
         self, method: str, path: str, *, body=None, token: str | None = None, headers=None
@@ -119,6 +121,7 @@ class LiveServer:
                 self.process.wait()
         if self.process.stderr:
             self.process.stderr.close()
+        end_database_sessions(self.app_name)
 
 
 def start_server(*, worker: bool = False, timeout: float = 30, env=None) -> LiveServer:
@@ -126,14 +129,15 @@ def start_server(*, worker: bool = False, timeout: float = 30, env=None) -> Live
     args = [sys.executable, "manage.py", "serve", "--port", str(port)]
     if not worker:
         args.append("--no-worker")
+    app_name = unique_app_name("server")
     process = subprocess.Popen(
         args,
         cwd=ROOT,
-        env=child_env(**(env or {})),
+        env=child_env(**{**(env or {}), "PGAPPNAME": app_name}),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    server = LiveServer(f"http://127.0.0.1:{port}", process)
+    server = LiveServer(f"http://127.0.0.1:{port}", process, app_name)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -152,6 +156,7 @@ def start_server(*, worker: bool = False, timeout: float = 30, env=None) -> Live
 @dataclass
 class LiveWorker:
     process: subprocess.Popen
+    app_name: str = ""
 
     def stop(self):
         """Ask the cluster to stop (it stops its own workers), then make sure the group is gone."""
@@ -166,11 +171,13 @@ class LiveWorker:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        end_database_sessions(self.app_name)
 
 
 def start_worker(*, workers: int = 2) -> LiveWorker:
     """A django-q2 cluster (`manage.py qcluster`) on the test database, in its own process group."""
-    env = child_env()
+    app_name = unique_app_name("worker")
+    env = child_env(PGAPPNAME=app_name)
     env["Q_WORKERS"] = str(workers)
     process = subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"],
@@ -180,7 +187,42 @@ def start_worker(*, workers: int = 2) -> LiveWorker:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    return LiveWorker(process)
+    return LiveWorker(process, app_name)
+
+
+def unique_app_name(what: str) -> str:
+    """A PostgreSQL application_name for one started process (CHILD_APP_NAME-<what>-<n>)."""
+    return f"{CHILD_APP_NAME}-{what}-{uuid.uuid4().hex[:8]}"
+
+
+def end_database_sessions(app_name: str) -> None:
+    """End the PostgreSQL sessions a stopped process leaves behind. A killed client's session
+    lives on until it next talks to the client, and one waiting on a lock never does: it then
+    deadlocks with the flush after the test (seen in CI: the flush's TRUNCATE against a killed
+    worker's INSERT)."""
+    if not app_name or connection.vendor != "postgresql":
+        return
+    # A connection of its own: this may run where the test's database access is blocked (the
+    # teardown of a fixture that started the process).
+    with _maintenance_connection() as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            [app_name],
+        )
+
+
+def _maintenance_connection():
+    """An autocommit psycopg connection to the server's `postgres` database."""
+    import psycopg
+
+    params = connection.get_connection_params()
+    return psycopg.connect(
+        host=params.get("host"),
+        port=params.get("port"),
+        user=params.get("user"),
+        dbname="postgres",
+        autocommit=True,
+    )
 
 
 def wait_until(predicate, *, timeout: float = 30, interval: float = 0.1):
@@ -199,23 +241,14 @@ def database_refuses_connections():
     theirs, as in a server restart. The test process keeps its own (its threads' pooled
     connections too), so nothing of it is left broken afterwards. Set from the server's
     maintenance database: a database cannot refuse the session that asks."""
-    import psycopg
-
     name = connection.settings_dict["NAME"]
-    params = connection.get_connection_params()
-    admin = psycopg.connect(
-        host=params.get("host"),
-        port=params.get("port"),
-        user=params.get("user"),
-        dbname="postgres",
-        autocommit=True,
-    )
+    admin = _maintenance_connection()
     try:
         admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
         admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = %s AND application_name = %s",
-            [name, CHILD_APP_NAME],
+            "WHERE datname = %s AND application_name LIKE %s",
+            [name, CHILD_APP_NAME + "%"],
         )
         yield
     finally:
