@@ -13,7 +13,7 @@ from django.utils import timezone
 from sessions_app import cold_storage
 from sessions_app.models import Message, Session
 from sessions_app.runs.engine import recent_messages
-from tests.conftest import add_messages, assistant, make_session, tool_result, user
+from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 from tests.ui.conftest import client_for, make_user
 
 
@@ -196,3 +196,24 @@ def test_the_admin_shows_a_lost_archive_as_a_message(agents, cold_dir):
     page = client.get(f"/admin/sessions_app/session/{session.pk}/change/")
     assert page.status_code == 200
     assert "cold storage" in page.text and session.cold_file in page.text
+
+
+def test_a_reset_takes_the_cold_file_with_the_old_transcript(
+    agent_main, operator, agents, cold_dir
+):
+    from sessions_app import session_admin
+
+    session = frozen()
+    result = session_admin.reset(session)
+    session.refresh_from_db()
+    assert session.cold_at is None and session.cold_file == "" and session.last_seq == 0
+    fresh = agent_main.details("sessions_history", {"sessionKey": KEY})
+    assert fresh["messages"] == [] and fresh["totalMessages"] == 0
+    previous = Session.objects.get(session_id=result["previousSessionId"])
+    assert previous.cold_at is not None
+    set_config(visibility="agent")  # the old transcript is another session of the agent
+    old = operator.get(f"/api/v1/transcripts/{previous.session_id}.jsonl")
+    assert old.status_code == 200, old.content
+    body = b"".join(old.streaming_content).decode()
+    assert all(text in body for text in TEXTS), body
+    assert previous.messages.count() == 5 and not session.messages.exists()
