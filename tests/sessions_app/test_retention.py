@@ -480,3 +480,54 @@ def test_a_stale_reader_reads_the_file_the_session_points_at_now(agents, cold_di
     (cold_dir / stale.cold_file).unlink(missing_ok=True)  # gone (after the thaw's commit)...
     cold_storage.ensure_hot(stale)  # ...and the restore does not need it
     assert [m.seq for m in session.messages.order_by("seq")] == [1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_readers_and_the_minutes_freeze_racing_in_threads(agents, cold_dir):
+    """Real concurrency (threads, each its own connection): each round starts the session cold
+    or hot-but-idle, then two readers and the scheduled freeze go at once. Every reader sees
+    every message exactly once, and the transcript ends whole, in the rows or in one file."""
+    import threading
+
+    from django.db import connection
+
+    session = aged("agent:main:discord:dm:threads", 40, *[user(f"m{n}") for n in range(40)])
+    before = export(session)
+    set_config(session_maintenance={"coldStorage": {"enabled": True, "afterDays": 30}})
+    seen: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def in_thread(barrier, work):
+        try:
+            barrier.wait()
+            work()
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def read():
+        reader = Session.objects.get(pk=session.pk)
+        cold_storage.ensure_hot(reader)
+        seen.append(list(reader.messages.order_by("seq").values_list("seq", flat=True)))
+
+    for round_number in range(6):
+        Session.objects.filter(pk=session.pk).update(hot_until=None)  # a day went by
+        if round_number % 2 == 0:
+            cold_storage.freeze(session.pk)
+        barrier = threading.Barrier(3)
+        threads = [
+            threading.Thread(target=in_thread, args=(barrier, work))
+            for work in (read, read, retention.scheduled_cold_storage)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        assert seen[-2:] == [list(range(1, 41))] * 2, round_number
+        current = Session.objects.get(pk=session.pk)
+        assert current.cold_at is None  # both readers kept it hot: the freeze gave way
+        assert current.messages.count() == 40
+        assert {p.name for p in cold_dir.iterdir()} <= {current.cold_file}
+    assert export(session) == before
