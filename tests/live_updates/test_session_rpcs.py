@@ -323,3 +323,13 @@ async def test_a_lost_archive_is_an_explicit_error_over_the_socket(operator, col
     )
     assert got["ok"] is False and got["error"]["message"] == text
     assert history["ok"] is False and history["error"]["message"] == text
+
+
+async def test_resuming_a_cold_transcript_from_since_replays_it(operator, cold_dir):
+    await db(make_cold_dev)()
+    async with connected(operator.token) as client:
+        res = await client.request("sessions.messages.subscribe", {"key": DEV, "since": 0})
+        assert res["payload"]["lastSeq"] == 2
+        replayed = [await client.event() for _ in range(2)]
+    assert [e["payload"]["messageSeq"] for e in replayed] == [1, 2]
+    assert (await db(fetch)(DEV)).cold_at is None
