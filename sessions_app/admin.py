@@ -23,7 +23,7 @@ from django.utils.html import format_html, format_html_join
 
 from openclaw_common.errors import InvalidArgument
 
-from . import config, jsonl_export, store, transcript
+from . import cold_storage, config, jsonl_export, store, transcript
 from . import model_catalog as catalog
 from .admin_actions import ActionsNeedChangeMixin, RowAction, RowActionsMixin, each_row_action
 from .admin_forms import AgentForm, ApiKeyCreateForm, GatewayConfigForm
@@ -218,13 +218,19 @@ class SessionAdmin(ReadOnlyModelAdmin):
             return None
         return self.jsonl_response(request, queryset.get())
 
-    @staticmethod
-    def jsonl_response(request, session: Session, *, raw: bool = False) -> StreamingHttpResponse:
+    def jsonl_response(
+        self, request, session: Session, *, raw: bool = False
+    ) -> StreamingHttpResponse | None:
         # Masked as sessions_history masks; the row's export link takes ?raw=1 (the admin's
-        # export needs the change permission, which Viewers do not have).
-        return jsonl_export.jsonl_response(
-            request, session, raw=raw, filename=str(session.session_id)
-        )
+        # export needs the change permission, which Viewers do not have). A cold transcript
+        # whose archive is lost: a message, no download.
+        try:
+            return jsonl_export.jsonl_response(
+                request, session, raw=raw, filename=str(session.session_id)
+            )
+        except cold_storage.TranscriptUnavailable as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return None
 
     def archive_row(self, request, session):
         session.archive()
@@ -264,8 +270,13 @@ class SessionAdmin(ReadOnlyModelAdmin):
         session = self.get_object(request, object_id)
         extra = {}
         if session is not None:
+            try:
+                page = self.transcript_page(session, request.GET.get("page"))
+            except cold_storage.TranscriptUnavailable as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+                page = None
             extra = {
-                "transcript_page": self.transcript_page(session, request.GET.get("page")),
+                "transcript_page": page,
                 "subagent_tree": self.subagent_tree(session),
                 "can_act": self.has_change_permission(request, session),
             }
@@ -273,6 +284,7 @@ class SessionAdmin(ReadOnlyModelAdmin):
 
     def transcript_page(self, session: Session, page_number):
         """Newest messages first, 50 a page; tool calls and results prepared for <details>."""
+        cold_storage.ensure_hot(session)
         rows = Message.objects.filter(session=session).order_by("-seq")
         page = Paginator(rows, self.TRANSCRIPT_PAGE).get_page(page_number)
         page.entries = [transcript_entry(message) for message in page.object_list]

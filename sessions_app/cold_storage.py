@@ -12,6 +12,15 @@ point leaves either the session hot with every row (and maybe a file the next pa
 the session cold with its file: never rows half removed. A restore inserts the rows and clears
 the mark in one transaction and removes the file after commit.
 
+Reading a cold transcript (ensure_hot, the one function every reader calls): the rows are
+restored synchronously, under the session's row lock, before the read, so a history, an export,
+the browser or an agent's turn gets the whole transcript in one answer; the session then stays
+hot for 24 h (`hot_until`). 9.6 restores in the background instead; we do not, because no 9.6
+reader has a "restoring, retry" answer: an agent given an empty or partial history acts on it.
+A missing or unreadable file is TranscriptUnavailable (503, the file named), never an empty
+transcript. Lists and sessions.preview leave transcripts cold (as 9.6): a list's last messages
+are read from the file (tail_messages), a preview says `status: "cold"`.
+
 Compression: zstd (`.jsonl.zst`) when the `zstandard` package is installed, else gzip
 (`.jsonl.gz`, standard library). A restore reads either, by the file's suffix.
 """
@@ -21,18 +30,22 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import logging
 import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
+
+from openclaw_common.errors import Refusal
 
 from .models import Message, Session
 from .transcript import _iso, export_header
@@ -52,8 +65,31 @@ _KNOWN = frozenset(
 )
 
 
+# A thawed (or read) transcript stays in the database this long (9.6: "then hot for 24 h").
+HOT_FOR = timedelta(hours=24)
+# The shortest idle time after which the schedule freezes (retention's smallest afterDays).
+MIN_IDLE = timedelta(days=1)
+# How long a read may still be going on after ensure_hot returned; the session cannot be frozen
+# under it meanwhile (a long export streams for minutes, not hours).
+READ_MARGIN = timedelta(hours=1)
+
+logger = logging.getLogger(__name__)
+
+
 class ColdStorageError(Exception):
     """A cold file is missing or unreadable: the restore fails explicitly (as in 9.6)."""
+
+    def __init__(self, message: str, *, name: str = "", reason: str = "unreadable"):
+        super().__init__(message)
+        self.name, self.reason = name, reason
+
+
+class TranscriptUnavailable(Refusal):
+    """A reader asked for a cold transcript whose file is missing or unreadable. 503: the
+    transcript exists but cannot be served until an operator puts its file back."""
+
+    http_status = 503
+    error_type = "transcript_unavailable"
 
 
 def cold_dir() -> Path:
@@ -150,17 +186,29 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def freeze(session_pk: int) -> bool:
+def _freezable(idle_before: datetime | None) -> Q:
+    """Hot, not kept hot (hot_until), and idle since before `idle_before` when given. Checked
+    again in the transaction that marks it cold: a read may have thawed or touched it since."""
+    now = timezone.now()
+    condition = Q(cold_at__isnull=True) & (Q(hot_until__isnull=True) | Q(hot_until__lte=now))
+    if idle_before is not None:
+        condition &= Q(updated_at__lt=int(idle_before.timestamp() * 1000))
+    return condition
+
+
+def freeze(session_pk: int, *, idle_before: datetime | None = None) -> bool:
     """Move one session's transcript to cold storage. False when there is nothing to move, it
-    is too long, or the session changed meanwhile (a message arrived: it is not idle)."""
-    session = Session.objects.filter(pk=session_pk, cold_at__isnull=True).first()
+    is too long, it is kept hot (hot_until), or it changed meanwhile (a message arrived, a
+    reader thawed or touched it). The schedule passes `idle_before`; an operator's direct call
+    may leave it out."""
+    session = Session.objects.filter(_freezable(idle_before), pk=session_pk).first()
     if session is None or not 0 < session.last_seq <= MAX_COLD_MESSAGES:
         return False
     last_seq = session.last_seq
     name = _write_file(session, last_seq)
     with transaction.atomic():
         marked = Session.objects.filter(
-            pk=session.pk, cold_at__isnull=True, last_seq=last_seq
+            _freezable(idle_before), pk=session.pk, last_seq=last_seq
         ).update(cold_at=timezone.now(), cold_file=name)
         if marked:
             Message.objects.filter(session_id=session.pk, seq__lte=last_seq).delete()
@@ -174,6 +222,7 @@ def freeze_many(
     *,
     progress: Callable[[str, int, int], None] | None = None,
     deadline: float | None = None,
+    idle_before: datetime | None = None,
 ) -> int:
     """freeze() each; stops early at `deadline` (time.monotonic()), which a scheduled pass sets
     to stay inside django-q2's task timeout: the next pass goes on where it stopped."""
@@ -181,7 +230,7 @@ def freeze_many(
     for done, pk in enumerate(pks, start=1):
         if deadline is not None and time.monotonic() > deadline:
             break
-        moved += freeze(pk)
+        moved += freeze(pk, idle_before=idle_before)
         if progress:
             progress("cold storage", done, len(pks))
     return moved
@@ -245,18 +294,28 @@ def _message_of(line: dict[str, Any], session_pk: int) -> Message:
     )
 
 
+_UNREADABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    TypeError,
+    orjson.JSONDecodeError,
+) + ((zstandard.ZstdError,) if zstandard is not None else ())
+
+
 def read_messages(name: str, session_pk: int) -> Iterator[Message]:
     path = cold_dir() / name
     if not path.is_file():
-        raise ColdStorageError(f"cold transcript missing: {path}")
+        raise ColdStorageError(f"cold transcript missing: {path}", name=name, reason="missing")
     try:
         with _open_read(path) as f:
             for number, raw in enumerate(f):
                 line = orjson.loads(raw)
                 if number and line.get("type") == "message":
                     yield _message_of(line, session_pk)
-    except (OSError, EOFError, ValueError, KeyError, orjson.JSONDecodeError) as exc:
-        raise ColdStorageError(f"cold transcript unreadable: {path} ({exc})") from exc
+    except _UNREADABLE as exc:
+        raise ColdStorageError(f"cold transcript unreadable: {path} ({exc})", name=name) from exc
 
 
 def export_lines(name: str) -> Iterator[str]:
@@ -264,7 +323,7 @@ def export_lines(name: str) -> Iterator[str]:
     `__row` bookkeeping left out): `sessions export` reads a cold transcript without restoring."""
     path = cold_dir() / name
     if not path.is_file():
-        raise ColdStorageError(f"cold transcript missing: {path}")
+        raise ColdStorageError(f"cold transcript missing: {path}", name=name, reason="missing")
     with _open_read(path) as f:
         for number, raw in enumerate(f):
             line = orjson.loads(raw)
@@ -274,24 +333,85 @@ def export_lines(name: str) -> Iterator[str]:
 
 
 def thaw(session: Session) -> int:
-    """Restore a cold session's transcript rows; the number restored (0: it was not cold)."""
-    if not session.cold_file:
-        return 0
-    name = session.cold_file
+    """Restore a cold session's transcript rows under its row lock, and keep it hot for HOT_FOR;
+    the number restored (0: it was not cold). The file named by the locked row is the one read,
+    never the caller's copy (it may have been thawed and frozen again since it was loaded).
+    ColdStorageError when the file is missing or unreadable: nothing is changed then."""
     restored = 0
     with transaction.atomic():
-        if not Session.objects.filter(pk=session.pk, cold_at__isnull=False).update(
-            cold_at=None, cold_file=""
-        ):
+        locked = (
+            Session.objects.select_for_update()
+            .filter(pk=session.pk)
+            .values_list("cold_file", flat=True)
+            .first()
+        )
+        if locked is None:  # deleted meanwhile
             return 0
-        batch: list[Message] = []
-        for message in read_messages(name, session.pk):
-            batch.append(message)
-            if len(batch) == READ_BATCH:
-                Message.objects.bulk_create(batch)
-                restored, batch = restored + len(batch), []
-        Message.objects.bulk_create(batch)
-        restored += len(batch)
-        transaction.on_commit(lambda: remove_file(name))
-    session.cold_at, session.cold_file = None, ""
+        hot_until = timezone.now() + HOT_FOR
+        if locked:
+            batch: list[Message] = []
+            for message in read_messages(locked, session.pk):
+                batch.append(message)
+                if len(batch) == READ_BATCH:
+                    Message.objects.bulk_create(batch)
+                    restored, batch = restored + len(batch), []
+            Message.objects.bulk_create(batch)
+            restored += len(batch)
+            transaction.on_commit(lambda: remove_file(locked))
+        Session.objects.filter(pk=session.pk).update(
+            cold_at=None, cold_file="", hot_until=hot_until
+        )
+    session.cold_at, session.cold_file, session.hot_until = None, "", hot_until
     return restored
+
+
+def _safe_to_read(session: Session) -> bool:
+    """Whether `session`, hot when loaded, cannot be frozen before a read that starts now ends:
+    kept hot for longer than READ_MARGIN, or active too recently for any schedule to freeze it.
+    Both only grow, so a stale copy errs on the safe side. No query."""
+    now = timezone.now()
+    if session.hot_until is not None and session.hot_until > now + READ_MARGIN:
+        return True
+    return session.updated_at > int((now - MIN_IDLE + READ_MARGIN).timestamp() * 1000)
+
+
+def ensure_hot(session: Session) -> Session:
+    """Make `session`'s whole transcript readable from the database, and keep it there for the
+    read: THE function every transcript reader calls before reading rows.
+
+    - hot and recently active or kept hot: nothing (no query);
+    - cold: its rows are restored synchronously under the row lock (thaw), hot for 24 h;
+    - hot but idle (a freeze may be on its way): `hot_until` is set under the row lock, so a
+      freeze racing this read fails its final check instead of deleting the rows being read.
+
+    Raises TranscriptUnavailable when the cold file is missing or unreadable (the session stays
+    cold, nothing half restored). Returns `session`, updated in place."""
+    if session.cold_at is None and _safe_to_read(session):
+        return session
+    try:
+        restored = thaw(session)
+    except ColdStorageError as exc:
+        logger.error("cold transcript of %s could not be restored: %s", session.key, exc)
+        raise unavailable(exc) from exc
+    if restored:
+        logger.info("thawed %s (%d messages)", session.key, restored)
+    return session
+
+
+def tail_messages(name: str, session_pk: int, *, after_seq: int) -> list[Message]:
+    """The cold file's messages with seq > `after_seq`, in seq order, without restoring them
+    (a list's last messages: 9.6 lists keep payloads archived). TranscriptUnavailable when the
+    file is missing or unreadable."""
+    try:
+        return [m for m in read_messages(name, session_pk) if m.seq > after_seq]
+    except ColdStorageError as exc:
+        logger.error("cold transcript %s could not be read: %s", name, exc)
+        raise unavailable(exc) from exc
+
+
+def unavailable(exc: ColdStorageError) -> TranscriptUnavailable:
+    """The reader's error: names the file (not the server's path) and what is wrong with it."""
+    return TranscriptUnavailable(
+        f"Transcript is in cold storage and its archive {exc.name} is {exc.reason}; "
+        "an operator must restore that file under COLD_STORAGE_DIR."
+    )

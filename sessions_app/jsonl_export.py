@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 
-from . import transcript
+from . import cold_storage, transcript
 from .models import Session
 
 CONTENT_TYPE = "application/x-ndjson; charset=utf-8"
@@ -20,6 +20,7 @@ CONTENT_TYPE = "application/x-ndjson; charset=utf-8"
 def jsonl_response(
     request, session: Session, *, raw: bool, filename: str, attachment: bool = True
 ) -> StreamingHttpResponse:
+    cold_storage.ensure_hot(session)  # before the response: a missing archive is an error page
     django_request = getattr(request, "_request", request)  # DRF wraps Django's request
     if isinstance(django_request, ASGIRequest):
         content = transcript.export_jsonl_async(session, raw=raw)

@@ -262,6 +262,9 @@ class Session(models.Model):
     # compressed JSONL file, and that file's name under settings.COLD_STORAGE_DIR.
     cold_at = models.DateTimeField(null=True, blank=True)
     cold_file = models.CharField(max_length=200, blank=True)
+    # Cold storage leaves the transcript in the database until then: 24 h after a read thawed
+    # it, or after a read of an idle hot one (9.6: "then hot for 24 h"; cold_storage.ensure_hot).
+    hot_until = models.DateTimeField(null=True, blank=True)
     # When anything a sessions.subscribe client sees last changed (row, run status, archive,
     # appended messages), in ms, strictly increasing per session. Live updates poll it by index
     # when no Redis carries the hint (sessions_app/live).
@@ -281,6 +284,10 @@ class Session(models.Model):
             models.Index(fields=["spawned_by"], name="session_spawned_by"),
             models.Index(fields=["label"], name="session_label"),
             models.Index(fields=["changed_ms"], name="session_changed"),
+            # Few sessions are cold: search counts those it skips (archivedTranscriptsExcluded).
+            models.Index(
+                fields=["cold_at"], condition=Q(cold_at__isnull=False), name="session_cold"
+            ),
         ]
         constraints = [
             models.CheckConstraint(

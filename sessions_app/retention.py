@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from openclaw_common.errors import InvalidArgument
@@ -253,8 +253,11 @@ def _over_cap(cap: int, leaving: set[int]) -> list[int]:
 
 
 def cold_candidates(idle_before: datetime, *, limit: int | None = None) -> list[int]:
-    """Sessions with a hot transcript idle since before `idle_before`, oldest first."""
+    """Sessions with a hot transcript idle since before `idle_before`, oldest first; not those
+    a read thawed or touched in the last 24 h (`hot_until`, cold_storage.ensure_hot)."""
+    kept_hot = Q(hot_until__gt=timezone.now())
     qs = unprotected(Session.objects.filter(cold_at__isnull=True, last_seq__gt=0))
+    qs = qs.exclude(kept_hot)
     qs = qs.filter(updated_at__lt=_ms(idle_before)).order_by("updated_at", "id")
     pks = qs.values_list("pk", flat=True)
     return list(pks[:limit] if limit else pks)
@@ -285,6 +288,7 @@ def sweep(
     """Apply `policy` (the saved one by default): the report `sessions cleanup --json` prints.
     `warn` mode and `dry_run` change nothing but cold storage (which runs in warn mode)."""
     policy = policy or load_policy()
+    now = now or timezone.now()
     result = plan(policy, now=now)
     report: dict[str, Any] = {
         "mode": policy.mode,
@@ -303,7 +307,10 @@ def sweep(
         from . import cold_storage
 
         report["movedCold"] = cold_storage.freeze_many(
-            result.cold, progress=progress, deadline=deadline
+            result.cold,
+            progress=progress,
+            deadline=deadline,
+            idle_before=now - policy.cold_after,
         )
     report["afterCount"] = Session.objects.active().count()
     return report
@@ -371,8 +378,11 @@ def scheduled_cold_storage() -> int:
     from . import cold_storage
 
     cold_storage.remove_stale_temporaries()
-    pks = cold_candidates(timezone.now() - policy.cold_after, limit=cold_storage.WORKER_BATCH)
-    return cold_storage.freeze_many(pks, deadline=time.monotonic() + SCHEDULED_BUDGET_SECONDS)
+    idle_before = timezone.now() - policy.cold_after
+    pks = cold_candidates(idle_before, limit=cold_storage.WORKER_BATCH)
+    return cold_storage.freeze_many(
+        pks, deadline=time.monotonic() + SCHEDULED_BUDGET_SECONDS, idle_before=idle_before
+    )
 
 
 def ensure_schedules() -> None:

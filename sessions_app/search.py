@@ -197,6 +197,18 @@ def find(
     return hits, found > limit or found > MAX_BACKEND_HITS
 
 
+def cold_in(scope: Scope) -> int:
+    """How many sessions of `scope` have a cold transcript (9.6: search excludes them and says
+    how many, archivedTranscriptsExcluded). Their rows left the database, so `find` cannot
+    match them; one count by the partial index on cold_at."""
+    cold = Session.objects.filter(cold_at__isnull=False)
+    if scope.ids is not None:
+        return cold.filter(pk__in=scope.ids).count() if scope.ids else 0
+    if scope.sessions is not None:
+        return scope.sessions.filter(cold_at__isnull=False).count()
+    return cold.exclude(key__in=scope.unlisted).count()
+
+
 def _hit(row: tuple) -> Hit:
     pk, session_pk, key, session_id, seq, role, timestamp, score, content, extra = row
     # The JSON columns come as text on both backends (cast on PostgreSQL).

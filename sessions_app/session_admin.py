@@ -427,11 +427,16 @@ def reset(
             archived_at=timezone.now(),
             archive_reason=RESET_REASON,
             extra={"resetOf": locked.key},
+            # A cold transcript's file goes with its rows: reading the fresh session must not
+            # restore the old transcript into it (cold_storage.ensure_hot).
+            cold_at=locked.cold_at,
+            cold_file=locked.cold_file,
         )
         Message.objects.filter(session=locked).update(session=previous)
         Run.objects.filter(session=locked).update(session=previous)
         locked.session_id = new_session_id()
         locked.last_seq = 0
+        locked.cold_at, locked.cold_file, locked.hot_until = None, "", None
         locked.run_status = ""
         locked.input_tokens = locked.output_tokens = locked.total_tokens = None
         locked.context_tokens = None

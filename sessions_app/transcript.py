@@ -221,7 +221,28 @@ def last_messages(sessions: Iterable[Session | SessionRow], count: int) -> dict[
         found.setdefault(session_id, []).append(
             sanitize_message(row.payload(), flags, scan=row.scan_needed)
         )
+    for session_id, messages in _cold_tails([s for s in wanted if s.pk not in found], count):
+        found[session_id] = [sanitize_message(m, flags, scan=scan) for m, scan in messages]
     return found
+
+
+def _cold_tails(
+    empty: list[Session | SessionRow], count: int
+) -> Iterator[tuple[int, list[tuple[dict, bool]]]]:
+    """The last messages of those sessions without rows that are cold, read from their files
+    (9.6: lists keep payloads archived; nothing is restored). One query, only when a session
+    came back empty; TranscriptUnavailable when a file is lost."""
+    if not empty:
+        return
+    from . import cold_storage
+
+    last = {s.pk: s.last_seq for s in empty}
+    cold = Session.objects.filter(pk__in=last, cold_at__isnull=False).values_list("pk", "cold_file")
+    for pk, name in cold:
+        tail = cold_storage.tail_messages(name, pk, after_seq=last[pk] - count)
+        kept = [m for m in tail if m.role != TOOL_RESULT]
+        if kept:
+            yield pk, [(payload(m), m.redact_needed is not False) for m in kept]
 
 
 _CONTEXT = """

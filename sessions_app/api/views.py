@@ -12,8 +12,8 @@ from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument
 
 from .. import agents as agents_mod
+from .. import cold_storage, store
 from .. import config as config_mod
-from .. import store
 from ..args import Args
 from ..identity import Requester
 from ..jsonl_export import jsonl_response
@@ -225,7 +225,7 @@ class SessionHistoryView(APIView):
         stream = sse.wanted(request, a.boolean("follow", default=False))
         resume_after = sse.last_event_id(request) if stream else None
         requester = requester_of(request)
-        session = resolve_session(requester, key, action="history")
+        session = cold_storage.ensure_hot(resolve_session(requester, key, action="history"))
         display = keys.display_key(session.key, requester.key_settings)
         if stream:
             followed = Followed.of(session, display, session.last_seq, include_tools)

@@ -16,6 +16,7 @@ import binascii
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
+from .. import cold_storage
 from ..identity import Requester
 from ..models import Message, Session
 from ..resolve import resolve_session
@@ -68,7 +69,7 @@ def delta(requester: Requester, params: dict) -> dict:
         raise InvalidArgument("cursor must be a non-empty string")
     if not isinstance(raw, str) or not raw.strip():
         raise InvalidArgument("sessionKey required")
-    session = resolve_session(requester, raw, action="history")
+    session = cold_storage.ensure_hot(resolve_session(requester, raw, action="history"))
     decoded = decode(cursor)
     if decoded is None or decoded[0] != session.session_id or decoded[1] > session.last_seq:
         return {"kind": "reset"}

@@ -33,6 +33,7 @@ from django.http.request import split_domain_port, validate_host
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Unauthenticated
 
+from .. import cold_storage
 from ..api import ratelimit
 from ..identity import authenticate, requester_for, requester_for_user
 from ..models import ApiKey
@@ -337,6 +338,8 @@ class Connection:
             raise InvalidArgument("includeTools must be a boolean")
         requester = self.subscriber.requester
         session = await in_thread(resolve_session)(requester, raw, action="history")
+        if since is not None:  # replays from `since`: those rows must be in the database
+            await in_thread(cold_storage.ensure_hot)(session)
         if session.pk not in self.subscriber.followed:
             self.check_room()
         display = keys.display_key(session.key, requester.key_settings)

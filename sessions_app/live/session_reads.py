@@ -12,7 +12,7 @@ import time
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument, NotFound
 
-from .. import visibility
+from .. import cold_storage, visibility
 from ..identity import Requester
 from ..models import Message, Session
 from ..resolve import find_session, forbidden_text, resolve_session
@@ -50,7 +50,8 @@ def preview_items(session: Session, limit: int, max_chars: int) -> list[dict]:
 
 
 def sessions_preview(requester: Requester, params: dict) -> dict:
-    """{ts, previews:[{key, status: ok|empty|missing|error, items:[{role, text}]}]}."""
+    """{ts, previews:[{key, status: ok|empty|missing|cold|error, items:[{role, text}]}]}.
+    A cold transcript stays cold (9.6): `cold`, no items; sessions.get or chat.history thaw it."""
     closed(params, frozenset({"keys", "limit", "maxChars"}))
     wanted = params.get("keys")
     if not isinstance(wanted, list) or not wanted:
@@ -74,8 +75,11 @@ def sessions_preview(requester: Requester, params: dict) -> dict:
         if session is None or hidden:
             previews.append({"key": raw, "status": "missing", "items": []})
             continue
-        items = preview_items(session, limit, max_chars)
         display = keys.display_key(session.key, requester.key_settings)
+        if session.cold_at is not None:
+            previews.append({"key": display, "status": "cold", "items": []})
+            continue
+        items = preview_items(session, limit, max_chars)
         previews.append({"key": display, "status": "ok" if items else "empty", "items": items})
     return {"ts": int(time.time() * 1000), "previews": previews}
 
@@ -87,7 +91,7 @@ def sessions_get(requester: Requester, params: dict) -> dict:
     if not isinstance(raw, str) or not raw.strip() or len(raw) > keys.MAX_KEY_LENGTH:
         raise InvalidArgument("key must be a non-empty string")
     limit = integer(params, "limit", default=GET_LIMIT, minimum=1, maximum=GET_MAX)
-    session = resolve_session(requester, raw, action="history")
+    session = cold_storage.ensure_hot(resolve_session(requester, raw, action="history"))
     rows = Message.objects.filter(session=session).order_by("-seq")[:limit]
     return {"messages": [payload(m) for m in reversed(list(rows))]}
 

@@ -22,7 +22,7 @@ from django.db.models import OuterRef, Q, Subquery
 from openclaw_common import keys
 from openclaw_common.errors import NotFound
 
-from .. import sanitize, transcript
+from .. import cold_storage, sanitize, transcript
 from ..delivery import targets
 from ..delivery.outbox import enqueue_delivery
 from ..identity import Requester
@@ -274,7 +274,7 @@ def _seq_of_id(raw: str) -> int | None:
 
 def attachments_fetch(*, requester: Requester, args: Any) -> dict:
     a = ATTACHMENTS_FETCH.read(args)
-    session = resolve_session(requester, a.session_key, action="history")
+    session = cold_storage.ensure_hot(resolve_session(requester, a.session_key, action="history"))
     seq = _seq_of_id(a.message_id)
     rows = transcript.message_rows(Message.objects.filter(session=session, seq=seq)) if seq else []
     if not rows:

@@ -344,8 +344,10 @@ def _turn_input(run: Run) -> TurnInput:
 def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
     """The transcript the turn sees: up to and including its own input message, so a turn never
     answers what another run appended to the same session after it was started."""
+    from ..cold_storage import ensure_hot
     from ..transcript import context_messages
 
+    ensure_hot(session)  # a message sent to a cold session: the turn sees its whole history
     return context_messages(session.pk, up_to=up_to, limit=CONTEXT_MESSAGES)
 
 

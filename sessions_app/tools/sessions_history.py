@@ -7,7 +7,7 @@ from typing import Any
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from .. import history_read, transcript
+from .. import cold_storage, history_read, transcript
 from ..identity import Requester
 from ..models import Session
 from ..resolve import resolve_session
@@ -106,7 +106,7 @@ def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> di
     a = DECLARATION.read(args)
     if a.sessionId and not a.messageId:
         raise InvalidArgument("sessionId requires messageId")
-    session = resolve_session(requester, a.sessionKey, action="history")
+    session = cold_storage.ensure_hot(resolve_session(requester, a.sessionKey, action="history"))
     if a.sessionId and a.sessionId != session.session_id:
         raise InvalidArgument("sessionId does not belong to sessionKey")
     limit = min(a.limit, MAX_LIMIT)
@@ -165,6 +165,7 @@ def history_page(
     before_seq: int | None = None,
 ) -> dict:
     """One bounded page: {messages, flags, hasMore, kept, firstSeq}. Access is the caller's job."""
+    cold_storage.ensure_hot(session)
     rows, has_more = transcript.read_page(
         session, limit=limit, include_tools=include_tools, offset=offset, before_seq=before_seq
     )

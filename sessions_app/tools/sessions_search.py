@@ -39,6 +39,10 @@ HIT = obj(
     ("sessionKey", "timestamp", "role", "snippet", "score", "sessionId", "seq"),
 )
 
+# 9.6's text (§3); reading the transcript (sessions_history) restores it.
+ARCHIVED_WARNING = (
+    "Search excludes {n} archived transcripts. Restore a transcript to include it in search."
+)
 DECLARATION = Declaration(
     name="sessions_search",
     description=(
@@ -153,7 +157,8 @@ def sessions_search(*, requester: Requester, args: dict[str, Any] | None) -> dic
 
     Visibility is applied before `limit`. Snippets are redacted and at most 300 characters
     (+ `…`); the results are capped at 32 KiB of JSON. `truncated` says that more visible hits
-    existed than were returned.
+    existed than were returned. Cold transcripts (retention's cold storage) are not searched:
+    `archivedTranscriptsExcluded` counts the visible ones, with 9.6's warning.
     """
     Args(args, DECLARATION.names, tool=DECLARATION.name)  # the object and unknown names first
     tokens = _query(args)
@@ -166,6 +171,10 @@ def sessions_search(*, requester: Requester, args: dict[str, Any] | None) -> dic
     payload: dict[str, Any] = {"results": results}
     if more or cut:
         payload["truncated"] = True
+    excluded = search.cold_in(scope)
+    if excluded:
+        payload["archivedTranscriptsExcluded"] = excluded
+        payload["warning"] = ARCHIVED_WARNING.format(n=excluded)
     return payload
 
 

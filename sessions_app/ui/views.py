@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument, NotFound
 
-from .. import charts, store
+from .. import charts, cold_storage, store
 from ..jsonl_export import jsonl_response
 from ..models import Agent, GatewayConfig, Session, now_ms
 from ..runs import control
@@ -121,7 +121,8 @@ def _form_errors(form) -> str:
 
 
 def session_view(view):
-    """Resolve the URL's `key` to its session (a 400 or 404 page when it is not one) and call
+    """Resolve the URL's `key` to its session (a 400 or 404 page when it is not one), make its
+    transcript readable (cold_storage.ensure_hot; a 503 page when its archive is lost) and call
     `view(request, session, settings, ...)`."""
 
     @wraps(view)
@@ -133,6 +134,10 @@ def session_view(view):
             return error_page(request, 400, str(exc))
         except NotFound as exc:
             return error_page(request, 404, str(exc))
+        try:
+            cold_storage.ensure_hot(session)
+        except cold_storage.TranscriptUnavailable as exc:
+            return error_page(request, 503, exc.message)
         return view(request, session, settings, *args, **kwargs)
 
     return wrapped

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from sessions_app import cold_storage
 from sessions_app.models import Session
 from tests.conftest import add_messages, assistant, make_session, set_config, user
 from tests.live_updates.conftest import connected, db
@@ -239,3 +240,96 @@ async def test_resolve(operator):
     assert miss["error"] == {"code": "not_found", "message": "No session found: agent:main:nope"}
     assert allowed["payload"] == {"ok": False, "candidates": []}
     assert both["error"]["message"] == "exactly one of key, sessionId or label is required"
+
+
+# --- cold transcripts (9.6 §6.1): preview says cold; reads restore -----------------------------
+
+
+@pytest.fixture
+def cold_dir(settings, tmp_path):
+    settings.COLD_STORAGE_DIR = tmp_path / "cold"
+    return settings.COLD_STORAGE_DIR
+
+
+def make_cold_dev():
+    set_config(visibility="agent")  # the history guard applies to operators too
+    session = make_dev()
+    assert cold_storage.freeze(session.pk)
+    return fetch(DEV)
+
+
+def texts(messages: list[dict]) -> list[str]:
+    return [
+        m["content"] if isinstance(m["content"], str) else m["content"][0]["text"] for m in messages
+    ]
+
+
+def refreeze(key: str) -> bool:
+    """A day later: the schedule may move it again."""
+    Session.objects.filter(key=key).update(hot_until=None)
+    return cold_storage.freeze(fetch(key).pk)
+
+
+async def test_preview_of_a_cold_session_says_cold_and_leaves_it_cold(operator, cold_dir):
+    await db(make_cold_dev)()
+    async with connected(operator.token) as client:
+        res = await client.request("sessions.preview", {"keys": [DEV]})
+    assert res["payload"]["previews"] == [{"key": DEV, "status": "cold", "items": []}]
+    assert (await db(fetch)(DEV)).cold_at is not None
+
+
+async def test_sessions_get_restores_a_cold_transcript(operator, cold_dir):
+    await db(make_cold_dev)()
+    async with connected(operator.token) as client:
+        got = await client.request("sessions.get", {"key": DEV})
+        preview = await client.request("sessions.preview", {"keys": [DEV]})
+    assert texts(got["payload"]["messages"]) == ["hello", "hi there"]
+    assert preview["payload"]["previews"][0]["status"] == "ok"
+    session = await db(fetch)(DEV)
+    assert session.cold_at is None and session.hot_until is not None
+    assert not list(cold_dir.iterdir())
+
+
+async def test_chat_history_and_its_delta_restore_a_cold_transcript(operator, cold_dir):
+    await db(make_cold_dev)()
+    async with connected(operator.token) as client:
+        tail = await client.request("chat.history", {"sessionKey": DEV})
+    assert texts(tail["payload"]["messages"]) == ["hello", "hi there"]
+    # A cursor taken before a later freeze, used after it: the delta reads restored rows.
+    cursor = tail["payload"]["deltaCursor"]
+    assert await db(refreeze)(DEV)
+    async with connected(operator.token) as client:
+        await client.request("sessions.get", {"key": DEV})  # thaws
+    assert await db(refreeze)(DEV)
+    session = await db(fetch)(DEV)
+    await db(add_messages)(session, user("while cold"))
+    async with connected(operator.token) as client:
+        delta = await client.request("chat.history", {"sessionKey": DEV, "cursor": cursor})
+    assert delta["payload"]["kind"] == "delta"
+    assert texts(delta["payload"]["messages"]) == ["while cold"]
+    session = await db(fetch)(DEV)
+    assert session.cold_at is None and await db(session.messages.count)() == 3
+
+
+async def test_a_lost_archive_is_an_explicit_error_over_the_socket(operator, cold_dir):
+    session = await db(make_cold_dev)()
+    (cold_dir / session.cold_file).unlink()
+    async with connected(operator.token) as client:
+        got = await client.request("sessions.get", {"key": DEV})
+        history = await client.request("chat.history", {"sessionKey": DEV})
+    text = (
+        f"Transcript is in cold storage and its archive {session.cold_file} is missing; "
+        "an operator must restore that file under COLD_STORAGE_DIR."
+    )
+    assert got["ok"] is False and got["error"]["message"] == text
+    assert history["ok"] is False and history["error"]["message"] == text
+
+
+async def test_resuming_a_cold_transcript_from_since_replays_it(operator, cold_dir):
+    await db(make_cold_dev)()
+    async with connected(operator.token) as client:
+        res = await client.request("sessions.messages.subscribe", {"key": DEV, "since": 0})
+        assert res["payload"]["lastSeq"] == 2
+        replayed = [await client.event() for _ in range(2)]
+    assert [e["payload"]["messageSeq"] for e in replayed] == [1, 2]
+    assert (await db(fetch)(DEV)).cold_at is None

@@ -12,7 +12,7 @@ from django.utils import timezone
 from sessions_app import cold_storage, retention, session_admin, transcript
 from sessions_app.config import update_config
 from sessions_app.models import GatewayConfig, Message, Run, Session
-from tests.conftest import add_messages, assistant, make_session, tool_result, user
+from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 
 DAY_MS = 86_400_000
 
@@ -399,3 +399,135 @@ def test_a_pass_past_its_deadline_stops_and_the_next_goes_on(agents, cold_dir):
     pks = [aged(f"agent:main:discord:dm:d{n}", 40, user("x")).pk for n in range(3)]
     assert cold_storage.freeze_many(pks, deadline=time.monotonic() - 1) == 0
     assert cold_storage.freeze_many(pks) == 3
+
+
+# --- reading a cold transcript: thawed, then hot for 24 h (cold_storage.ensure_hot) ----------
+
+
+def test_a_thawed_transcript_stays_hot_for_24_hours(agents, cold_dir):
+    session = aged("agent:main:discord:dm:thaw", 40, user("one"), assistant("two"))
+    before = export(session)
+    assert cold_storage.freeze(session.pk)
+    session.refresh_from_db()
+    cold_storage.ensure_hot(session)
+    assert export(session) == before
+    session.refresh_from_db()
+    assert session.cold_at is None and session.hot_until > timezone.now() + timedelta(hours=23)
+    set_config(session_maintenance={"coldStorage": {"enabled": True, "afterDays": 30}})
+    policy = retention.load_policy()
+    assert retention.cold_candidates(timezone.now() - policy.cold_after) == []
+    assert retention.scheduled_cold_storage() == 0
+    assert retention.sweep(policy)["movedCold"] == 0
+    assert cold_storage.freeze(session.pk) is False  # an operator's direct call too
+    # A day later it is idle like any other.
+    Session.objects.filter(pk=session.pk).update(hot_until=timezone.now() - timedelta(seconds=1))
+    assert retention.cold_candidates(timezone.now() - policy.cold_after) == [session.pk]
+    assert retention.scheduled_cold_storage() == 1
+
+
+def test_a_read_racing_the_minutes_freeze_keeps_every_message(agents, cold_dir, monkeypatch):
+    """The freeze has written its file when a reader opens the (still hot) idle session: the
+    read keeps it hot, the freeze's final check fails, the reader sees every row once."""
+    session = aged("agent:main:discord:dm:racing", 40, user("one"), assistant("two"))
+    before = export(session)
+    real = cold_storage._write_file
+    seen = []
+
+    def write_while_a_reader_opens_it(s, last_seq):
+        name = real(s, last_seq)
+        reader_copy = Session.objects.get(pk=s.pk)
+        cold_storage.ensure_hot(reader_copy)
+        seen.append(export(reader_copy))
+        return name
+
+    monkeypatch.setattr(cold_storage, "_write_file", write_while_a_reader_opens_it)
+    idle_before = timezone.now() - timedelta(days=30)
+    assert cold_storage.freeze(session.pk, idle_before=idle_before) is False
+    assert seen == [before]
+    session.refresh_from_db()
+    assert session.cold_at is None and session.messages.count() == 2
+    assert not list(cold_dir.iterdir())  # the losing freeze removed its own file
+
+
+def test_two_readers_thaw_one_session_once(agents, cold_dir):
+    """Both loaded the session while it was cold; the second finds it restored (the row lock
+    and the locked row's cold_file decide, not the reader's copy): no message twice."""
+    session = aged("agent:main:discord:dm:two", 40, user("one"), assistant("two"))
+    before = export(session)
+    assert cold_storage.freeze(session.pk)
+    first, second = Session.objects.get(pk=session.pk), Session.objects.get(pk=session.pk)
+    assert first.cold_at is not None and second.cold_at is not None
+    cold_storage.ensure_hot(first)
+    cold_storage.ensure_hot(second)
+    assert session.messages.count() == 2
+    assert export(session) == before
+
+
+def test_a_stale_reader_reads_the_file_the_session_points_at_now(agents, cold_dir):
+    """A reader holds a copy naming an old file; meanwhile the session was thawed, kept hot,
+    frozen again into a new file. The restore reads the new one."""
+    session = aged("agent:main:discord:dm:stale", 40, user("one"))
+    assert cold_storage.freeze(session.pk)
+    stale = Session.objects.get(pk=session.pk)
+    cold_storage.thaw(Session.objects.get(pk=session.pk))
+    add_messages(session, user("two"))
+    Session.objects.filter(pk=session.pk).update(
+        hot_until=timezone.now() - timedelta(seconds=1), updated_at=stale.updated_at
+    )
+    assert cold_storage.freeze(session.pk)
+    session.refresh_from_db()
+    assert session.cold_file != stale.cold_file
+    (cold_dir / stale.cold_file).unlink(missing_ok=True)  # gone (after the thaw's commit)...
+    cold_storage.ensure_hot(stale)  # ...and the restore does not need it
+    assert [m.seq for m in session.messages.order_by("seq")] == [1, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_readers_and_the_minutes_freeze_racing_in_threads(agents, cold_dir):
+    """Real concurrency (threads, each its own connection): each round starts the session cold
+    or hot-but-idle, then two readers and the scheduled freeze go at once. Every reader sees
+    every message exactly once, and the transcript ends whole, in the rows or in one file."""
+    import threading
+
+    from django.db import connection
+
+    session = aged("agent:main:discord:dm:threads", 40, *[user(f"m{n}") for n in range(40)])
+    before = export(session)
+    set_config(session_maintenance={"coldStorage": {"enabled": True, "afterDays": 30}})
+    seen: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def in_thread(barrier, work):
+        try:
+            barrier.wait()
+            work()
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def read():
+        reader = Session.objects.get(pk=session.pk)
+        cold_storage.ensure_hot(reader)
+        seen.append(list(reader.messages.order_by("seq").values_list("seq", flat=True)))
+
+    for round_number in range(6):
+        Session.objects.filter(pk=session.pk).update(hot_until=None)  # a day went by
+        if round_number % 2 == 0:
+            cold_storage.freeze(session.pk)
+        barrier = threading.Barrier(3)
+        threads = [
+            threading.Thread(target=in_thread, args=(barrier, work))
+            for work in (read, read, retention.scheduled_cold_storage)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        assert seen[-2:] == [list(range(1, 41))] * 2, round_number
+        current = Session.objects.get(pk=session.pk)
+        assert current.cold_at is None  # both readers kept it hot: the freeze gave way
+        assert current.messages.count() == 40
+        assert {p.name for p in cold_dir.iterdir()} <= {current.cold_file}
+    assert export(session) == before

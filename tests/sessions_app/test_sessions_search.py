@@ -350,3 +350,45 @@ def test_an_ingest_key_cannot_search(ingest, world):
     response = ingest.invoke("sessions_search", {"query": "nightly"})
     assert response.status_code == 403
     assert ingest.get("/api/v1/search/", {"q": "nightly"}).status_code == 403
+
+
+# --- cold transcripts (9.6 §6.1): excluded and counted ----------------------------------------
+
+ARCHIVED = "Search excludes {n} archived transcripts. Restore a transcript to include it in search."
+
+
+@pytest.fixture
+def cold_dir(settings, tmp_path):
+    settings.COLD_STORAGE_DIR = tmp_path / "cold"
+    return settings.COLD_STORAGE_DIR
+
+
+def test_cold_transcripts_are_excluded_and_counted(agent_main, world, cold_dir):
+    from sessions_app import cold_storage
+
+    assert "archivedTranscriptsExcluded" not in search(agent_main, query="nightly")
+    for name in ("child", "other"):  # `other` is not visible to agent:main:main
+        assert cold_storage.freeze(world[name].pk)
+    found = search(agent_main, query="nightly build")
+    assert [k for k, _ in hits(found)] == ["agent:main:main", "agent:main:main"]
+    assert found["archivedTranscriptsExcluded"] == 1  # only the cold ones it may see
+    assert found["warning"] == ARCHIVED.format(n=1)
+    rest = agent_main.get("/api/v1/search/", {"q": "nightly build"}).json()
+    assert rest == found
+    # Restricted to the cold session itself: nothing found, and says why.
+    one = search(agent_main, query="artifacts", sessionKey="agent:main:subagent:c1")
+    assert one["results"] == [] and one["archivedTranscriptsExcluded"] == 1
+    # Reading it restores it (sessions_history): searched again, nothing excluded.
+    agent_main.details("sessions_history", {"sessionKey": "agent:main:subagent:c1"})
+    again = search(agent_main, query="artifacts")
+    assert [k for k, _ in hits(again)] == ["agent:main:subagent:c1"]
+    assert "archivedTranscriptsExcluded" not in again and "warning" not in again
+
+
+def test_with_visibility_all_every_cold_transcript_counts(agent_main, world, cold_dir):
+    from sessions_app import cold_storage
+
+    set_config(visibility="all", a2a_enabled=True)
+    for name in ("child", "other"):
+        assert cold_storage.freeze(world[name].pk)
+    assert search(agent_main, query="nightly")["archivedTranscriptsExcluded"] == 2
