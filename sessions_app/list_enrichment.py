@@ -6,13 +6,16 @@ Like transcript.last_messages(), each is one query for the whole page: an OR of 
 ranges on the (session, seq) index, so a giant transcript costs what a small one does. The
 title looks at the first TITLE_SCAN rows of a transcript, the preview at the last PREVIEW_SCAN;
 a session whose first user message or newest visible text lies beyond them gets no field.
-9.6 enriches at most ENRICH_ROWS rows of a page; so do we. Both texts are redacted.
+9.6 enriches at most ENRICH_ROWS rows of a page; so does sessions_list (the MCP bridge's
+conversations_list asks for the conversations it returns). Both texts are redacted. A cold
+transcript (cold_storage.py) is read from its file, not restored, as the list's messages are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import reduce
+from itertools import chain
 from operator import or_
 from typing import Any
 
@@ -20,7 +23,7 @@ from django.db.models import Q
 
 from . import sanitize
 from .history_read import HIDDEN_TOKENS, is_hidden
-from .models import Message
+from .models import Message, Session
 from .rows import SessionRow
 from .runs.tokens import is_silent
 from .transcript import READ_COLUMNS, MessageRow
@@ -31,14 +34,18 @@ PREVIEW_SCAN = 20
 TITLE_CHARS = 60
 PREVIEW_CHARS = 160
 SILENT_TOKENS = ("NO_REPLY", *HIDDEN_TOKENS)
+# What is read of each session: a SessionRow (a list page) or a Session.
+Listed = SessionRow | Session
 
 
-def derived_titles(page: Sequence[SessionRow]) -> dict[int, str]:
+def derived_titles(sessions: Sequence[Listed]) -> dict[int, str]:
     """Session id → its title: the first user message's text, on one line, cut at a word."""
-    wanted = [s for s in page[:ENRICH_ROWS] if s.last_seq > 0]
+    wanted = [s for s in sessions if s.last_seq > 0]
     ranges = [Q(session_id=s.pk, seq__lte=TITLE_SCAN) for s in wanted]
     titles: dict[int, str] = {}
-    for session_id, row in _rows(ranges, newest_first=False):
+    seen: set[int] = set()
+    rows = _rows(ranges, newest_first=False, seen=seen)
+    for session_id, row in chain(rows, _cold_rows(wanted, seen, first=TITLE_SCAN)):
         if session_id not in titles and row.role == "user" and not is_hidden(row):
             text = visible_text(row.content)
             if text:
@@ -46,13 +53,15 @@ def derived_titles(page: Sequence[SessionRow]) -> dict[int, str]:
     return titles
 
 
-def last_previews(page: Sequence[SessionRow]) -> dict[int, str]:
+def last_previews(sessions: Sequence[Listed]) -> dict[int, str]:
     """Session id → the newest user or assistant text that history shows (no tool, system or
     silent rows), on one line."""
-    wanted = [s for s in page[:ENRICH_ROWS] if s.last_seq > 0]
+    wanted = [s for s in sessions if s.last_seq > 0]
     ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - PREVIEW_SCAN) for s in wanted]
     previews: dict[int, str] = {}
-    for session_id, row in _rows(ranges, newest_first=True):
+    seen: set[int] = set()
+    rows = _rows(ranges, newest_first=True, seen=seen)
+    for session_id, row in chain(rows, _cold_rows(wanted, seen, last=PREVIEW_SCAN)):
         if session_id in previews or row.role not in ("user", "assistant") or is_hidden(row):
             continue
         text = visible_text(row.content)
@@ -61,9 +70,11 @@ def last_previews(page: Sequence[SessionRow]) -> dict[int, str]:
     return previews
 
 
-def _rows(ranges: list[Q], *, newest_first: bool):
+def _rows(ranges: list[Q], *, newest_first: bool, seen: set[int]) -> Iterator[tuple[int, Any]]:
+    """(session id, MessageRow) of the user and assistant rows in `ranges`; adds each session
+    id to `seen`."""
     if not ranges:
-        return []
+        return
     order = "-seq" if newest_first else "seq"
     values = (
         Message.objects.filter(reduce(or_, ranges))
@@ -72,7 +83,37 @@ def _rows(ranges: list[Q], *, newest_first: bool):
         .values_list("session_id", *READ_COLUMNS)
     )
     new = tuple.__new__
-    return ((v[0], new(MessageRow, v[1:])) for v in values)
+    for v in values:
+        seen.add(v[0])
+        yield v[0], new(MessageRow, v[1:])
+
+
+def _cold_rows(
+    wanted: Sequence[Listed], seen: set[int], *, first: int = 0, last: int = 0
+) -> Iterator[tuple[int, Any]]:
+    """For the sessions with messages but no rows (cold storage: a list keeps them archived, as
+    9.6 does), the `first` or the `last` messages of the cold file, in the order the caller
+    reads (Message objects have the fields a MessageRow has). One query, only if any."""
+    from . import cold_storage
+
+    empty = {s.pk: s.last_seq for s in wanted if s.pk not in seen}
+    if not empty:
+        return
+    cold = Session.objects.filter(pk__in=empty, cold_at__isnull=False)
+    for pk, name in cold.values_list("pk", "cold_file"):
+        if first:
+            head = []
+            try:
+                for message in cold_storage.read_messages(name, pk):
+                    if message.seq > first:
+                        break
+                    head.append(message)
+            except cold_storage.ColdStorageError as exc:
+                raise cold_storage.unavailable(exc) from exc
+            yield from ((pk, m) for m in head)
+        else:
+            tail = cold_storage.tail_messages(name, pk, after_seq=empty[pk] - last)
+            yield from ((pk, m) for m in reversed(tail))
 
 
 def visible_text(content: Any) -> str:

@@ -17,12 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import OuterRef, Q, Subquery
 
 from openclaw_common import keys
 from openclaw_common.errors import NotFound
 
-from .. import cold_storage, sanitize, transcript
+from .. import cold_storage, list_enrichment, sanitize, transcript
 from ..delivery import targets
 from ..delivery.outbox import enqueue_delivery
 from ..identity import Requester
@@ -34,8 +33,6 @@ from ..tools.declaration import Boolean, Declaration, Integer, String, Tool
 from ..tools.shapes import ANY_OBJECT, MESSAGE, NULLABLE_INTEGER, STRING, array, obj
 from . import events
 
-PREVIEW_CHARS = 200
-TITLE_CHARS = 60
 LIST_PAGE = 200  # sessions_list's own ceiling
 LIST_PAGES = 5  # conversations are a subset of sessions: look through this many pages at most
 
@@ -109,37 +106,6 @@ def _session_conversation(session: Session, requester: Requester) -> dict | None
     return conversation
 
 
-def _first_user_texts(session_ids: list[str]) -> dict[str, str]:
-    """sessionId → the text of its first user message (OpenClaw's derived title), in two queries.
-    The first user seq is a LIMIT 1 walk of the (session, seq) index from the start, not an
-    aggregate over the whole transcript (sessions can hold a million messages)."""
-    first_user = (
-        Message.objects.filter(session=OuterRef("pk"), role="user")
-        .order_by("seq")
-        .values("seq")[:1]
-    )
-    firsts = (
-        Session.objects.filter(session_id__in=session_ids)
-        .annotate(first=Subquery(first_user))
-        .filter(first__isnull=False)
-        .values_list("pk", "session_id", "first")
-    )
-    by_pk = {pk: (str(sid), seq) for pk, sid, seq in firsts}
-    if not by_pk:
-        return {}
-    match = Q()
-    for pk, (_, seq) in by_pk.items():
-        match |= Q(session_id=pk, seq=seq)
-    out = {}
-    for pk, role, content in Message.objects.filter(match).values_list(
-        "session_id", "role", "content"
-    ):
-        text = text_of({"role": role, "content": content}).strip()
-        if text:
-            out[by_pk[pk][0]] = sanitize.redact(" ".join(text.split()))[0][:TITLE_CHARS]
-    return out
-
-
 # --- conversations_list -----------------------------------------------------------------------
 
 CONVERSATIONS_LIST = Declaration(
@@ -177,7 +143,6 @@ def conversations_list(*, requester: Requester, args: Any) -> dict:
                 "limit": LIST_PAGE,
                 "offset": offset,
                 "search": a.search,
-                "messageLimit": 1 if a.includeLastMessage else 0,
             },
         )
         for row in page["sessions"]:
@@ -188,17 +153,23 @@ def conversations_list(*, requester: Requester, args: Any) -> dict:
             break
         offset = page["nextOffset"]
     found = found[:limit]
-    titles = (
-        _first_user_texts([row["sessionId"] for _, row in found]) if a.includeDerivedTitles else {}
-    )
+    # sessions_list's own derivedTitle / lastMessagePreview, for every conversation returned.
+    sessions = {
+        str(s.session_id): s
+        for s in Session.objects.filter(session_id__in=[row["sessionId"] for _, row in found]).only(
+            "pk", "session_id", "last_seq"
+        )
+    }
+    wanted = list(sessions.values())
+    titles = list_enrichment.derived_titles(wanted) if a.includeDerivedTitles else {}
+    previews = list_enrichment.last_previews(wanted) if a.includeLastMessage else {}
     out = []
     for conversation, row in found:
-        if row["sessionId"] in titles:
-            conversation["derivedTitle"] = titles[row["sessionId"]]
-        if a.includeLastMessage and row.get("messages"):
-            preview = " ".join(text_of(row["messages"][-1]).split())
-            if preview:
-                conversation["lastMessagePreview"] = preview[:PREVIEW_CHARS]
+        session = sessions.get(row["sessionId"])
+        if session is not None and session.pk in titles:
+            conversation["derivedTitle"] = titles[session.pk]
+        if session is not None and session.pk in previews:
+            conversation["lastMessagePreview"] = previews[session.pk]
         out.append(conversation)
     return {"conversations": out}
 

@@ -254,7 +254,7 @@ def _enrich(rows: list[dict], page: list, *, titles: bool, previews: bool) -> No
         if wanted
     ]
     for name, read in found:
-        values = read(page)
+        values = read(page[:ENRICH_ROWS])
         for row, session in zip(rows, page, strict=True):
             if session.pk in values:
                 row[name] = values[session.pk]

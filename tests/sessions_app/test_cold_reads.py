@@ -146,6 +146,15 @@ def test_sessions_list_message_limit_reads_the_file_and_leaves_it_cold(
     assert session.cold_at is not None and not session.messages.exists()
 
 
+def test_list_titles_and_previews_read_the_file_and_leave_it_cold(agent_main, agents, cold_dir):
+    session = frozen()
+    args = {"includeDerivedTitles": True, "includeLastMessage": True}
+    row = agent_main.details("sessions_list", args)["sessions"][0]
+    assert (row["derivedTitle"], row["lastMessagePreview"]) == (TEXTS[0], TEXTS[3])
+    session.refresh_from_db()
+    assert session.cold_at is not None and not session.messages.exists()
+
+
 # --- a lost or corrupt archive fails explicitly ----------------------------------------------
 
 
