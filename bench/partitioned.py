@@ -10,9 +10,9 @@ data (issue 18 item 5; docs/scaling.md says what it means past one machine).
     .venv/bin/python bench/partitioned.py build --source plain --target parted [--partitions 16]
     # 3. the same read and append cases against each (in-process, Django's test client, plus
     #    EXPLAIN ANALYZE of every statement they send), then the table of both:
-    DATABASE_URL=postgres://…/plain  .venv/bin/python bench/partitioned.py measure --label plain
-    DATABASE_URL=postgres://…/parted .venv/bin/python bench/partitioned.py measure --label parted
-    .venv/bin/python bench/partitioned.py table plain parted
+    DATABASE_URL=postgres://…/plain  .venv/bin/python bench/partitioned.py measure --label plain-r1
+    DATABASE_URL=postgres://…/parted .venv/bin/python bench/partitioned.py measure --label parted-r1
+    .venv/bin/python bench/partitioned.py table plain parted --rounds 1   # labels <label>-r<N>
 
 `build` drops and recreates the target database (never the source: it refuses the same name)
 and converts it in one transaction: the table renamed aside, a new `sessions_app_message` with
@@ -31,8 +31,11 @@ two words in most), each --requests times after warm-up, timing the whole reques
 test client and the time inside cursor.execute; then every SELECT the case sent, under EXPLAIN
 (ANALYZE, BUFFERS, FORMAT JSON) --explain times (median execution and planning ms, the scan nodes,
 how many partitions were read). Appends: `POST /api/v1/sessions/<key>/messages/` of one user
-message, to the deep session and to --requests different sessions spread over the table. The
-1-minute load average is recorded before and after each case. Writes
+message, to the deep session and to --requests different sessions spread over the table, and
+the same allocation + INSERT as raw SQL (the engine's part alone). `--only variants`: the
+statement variants docs/scaling.md weighs (previews as LATERAL, OR of ranges, VALUES join, and
+pipelined single-session queries; the search's hits joined by id or by (id, session_id)), under
+EXPLAIN ANALYZE. The 1-minute load average is recorded before and after each case. Writes
 bench/results/partitioned-<label>.json.
 """
 
