@@ -168,7 +168,8 @@ def check_agents(body: dict, case: str) -> None:
 
 def check_page(*, below: int | None):
     def check(body: dict, case: str) -> None:
-        messages = body.get("items") or body.get("result", {}).get("details", {}).get("messages")
+        # REST history and the tool both say `messages` (REST's `items` went in issue 17).
+        messages = body.get("messages") or body.get("result", {}).get("details", {}).get("messages")
         if messages is None or len(messages) != PAGE:
             raise BenchError(
                 f"{case}: expected {PAGE} messages, got {len(messages or [])} "
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
             "GET",
             f"/api/v1/sessions/{quote(deep_key, safe=':')}/history/?limit=1&includeTools=true",
         )
-        last_seq = seqs(decode(status, payload, "last seq")["items"])[-1]
+        last_seq = seqs(decode(status, payload, "last seq")["messages"])[-1]
         if last_seq <= DEPTH + PAGE:
             raise BenchError(f"{deep_key} has {last_seq} messages; need more than {DEPTH + PAGE}")
 
