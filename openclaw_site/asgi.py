@@ -21,8 +21,9 @@ from sessions_app.mcp.http import is_mcp_path, mcp_app  # noqa: E402
 api_app = ApiHandler()
 
 
-# The endpoints whose requests can wait (sends, run waits, /tools/invoke): a credential holding
-# all its places there is answered at the door (sessions_app/api/ratelimit.py).
+# The endpoints whose requests can wait (sends, run waits, /tools/invoke): each takes one of its
+# credential's places at the door, and a credential holding all of them is answered there
+# (sessions_app/api/ratelimit.py take_door_place).
 _GATED = re.compile(r"/tools/invoke$|/api/v1/runs/|/api/v1/sessions/.+/send/$")
 
 
@@ -31,13 +32,20 @@ async def http_app(scope, receive, send):
     if is_mcp_path(scope):
         await mcp_app(scope, receive, send)
         return
-    if _GATED.match(scope.get("path", "")):
-        refused = ratelimit.refused_at_the_door(_header(scope, b"authorization"))
-        if refused is not None:
-            await _send_429(send, refused)
-            return
     app = api_app if is_api_request(scope) else django_asgi_app
-    await app(scope, receive, send)
+    if not _GATED.match(scope.get("path", "")):
+        await app(scope, receive, send)
+        return
+    # The credential's place is taken here and held until the response is done.
+    authorization = _header(scope, b"authorization")
+    refused = ratelimit.take_door_place(authorization)
+    if refused is not None:
+        await _send_429(send, refused)
+        return
+    try:
+        await app({**scope, ratelimit.DOOR_PLACE: True}, receive, send)
+    finally:
+        ratelimit.release_door_place(authorization)
 
 
 def _header(scope, name: bytes) -> str | None:

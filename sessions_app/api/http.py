@@ -186,8 +186,9 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                     405, f"Use {' or '.join(methods)}", headers={"Allow": ", ".join(methods)}
                 )
             authorization = request.META.get("HTTP_AUTHORIZATION")
+            held = bool(getattr(request, "scope", {}).get(ratelimit.DOOR_PLACE))
             try:
-                async with ratelimit.before_auth(authorization) as busy:  # 429, no lookup
+                async with ratelimit.before_auth(authorization, held=held) as busy:  # 429
                     if busy is not None:
                         return busy
                     request.api_key = await db_step(authenticate)(authorization)

@@ -134,23 +134,35 @@ def _credential(authorization: str | None) -> str:
     return hashlib.sha256((authorization or "").encode("utf-8", "replace")).hexdigest()
 
 
-def refused_at_the_door(authorization: str | None) -> bytes | None:
-    """The 429 body when every place of this credential is taken, else None; takes no place.
+# Set in an ASGI scope when the door (openclaw_site/asgi.py) holds the request's credential place.
+DOOR_PLACE = "openclaw.credential_place"
 
-    A cheap look for the ASGI entry (openclaw_site/asgi.py), before Django builds a request:
-    answering a 429 through Django's handler costs milliseconds of the event loop, and a burst
-    of 13,000 requests queued every other client's request behind those milliseconds for
-    minutes (issue 16). before_auth() below stays the authority (this look and its place-taking
-    are not one step), so nothing is admitted that it would refuse."""
-    limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
-    if limit <= 0 or _by_credential.get(_credential(authorization), 0) < limit:
+
+def take_door_place(authorization: str | None) -> bytes | None:
+    """At the ASGI entry, before Django builds a request: take one of this credential's places
+    for the whole request (give it back with release_door_place), or the 429 body when they are
+    all taken.
+
+    Taken here, not only looked at: a burst arrives all at once, before any of its requests has
+    reached a view, so a look found every place free and let the whole burst into Django. Each
+    request there gets a thread of its own (asgiref's per-request executor) and another to join
+    it: 5,000 requests left 3,000 threads alive and the other clients' requests waiting up to
+    17 s (issue 16, docs/reliability.md)."""
+    if _acquire(_credential(authorization), _by_credential):
         return None
+    limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
     message = f"too many concurrent requests: at most {limit} in flight for this API key"
     return dumps_bytes({"ok": False, "error": {"type": RateLimited.error_type, "message": message}})
 
 
+def release_door_place(authorization: str | None) -> None:
+    _release(_credential(authorization), _by_credential)
+
+
 @contextlib.asynccontextmanager
-async def before_auth(authorization: str | None) -> AsyncIterator[HttpResponse | None]:
+async def before_auth(
+    authorization: str | None, *, held: bool = False
+) -> AsyncIterator[HttpResponse | None]:
     """For the async endpoints, before the key is looked up: at most
     OPENCLAW_API_CONCURRENCY_LIMIT requests carrying the same credential (valid or not) in
     flight in this process; the next is a 429 at once, with no database work.
@@ -159,6 +171,9 @@ async def before_auth(authorization: str | None) -> AsyncIterator[HttpResponse |
     sent at once would otherwise queue every other client's requests behind their lookups.
     Counted by a digest of the header, so a burst of one credential costs at most `limit`
     lookups however large it is."""
+    if held:  # the ASGI door took this request's place (take_door_place)
+        yield None
+        return
     async with _place(_credential(authorization), _by_credential) as refused:
         yield refused
 

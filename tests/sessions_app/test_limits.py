@@ -112,9 +112,12 @@ def asgi_call(path: str, authorization: str) -> tuple[int, dict, bytes]:
     from openclaw_site.asgi import application
 
     sent: list[dict] = []
+    bodies = [{"type": "http.request", "body": b"{}", "more_body": False}]
 
     async def receive():
-        return {"type": "http.request", "body": b"{}", "more_body": False}
+        if bodies:
+            return bodies.pop()
+        await asyncio.Event().wait()  # the client stays connected
 
     async def send(message):
         sent.append(message)
@@ -166,6 +169,67 @@ def test_a_saturated_credential_is_refused_at_the_door(
             "message": "too many concurrent requests: at most 2 in flight for this API key",
         },
     }
+
+
+def test_a_burst_arriving_at_once_enters_django_only_up_to_the_limit(db, settings, monkeypatch):
+    """The door takes the credential's place, not only looks at it: 5,000 requests arriving
+    before any reached a view all found the places free, entered Django, and left thousands of
+    threads (one per request) that stalled every other client (issue 16)."""
+    import openclaw_site.asgi as entry
+
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 2
+    inside, release = [], asyncio.Event()
+
+    async def slow_app(scope, receive, send):  # stands in for Django: stays in flight
+        inside.append(scope)
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    monkeypatch.setattr(entry, "api_app", slow_app)
+
+    async def burst():
+        calls = [
+            asyncio.create_task(_asgi(entry.application, "/tools/invoke", "Bearer k"))
+            for _ in range(10)
+        ]
+        while len(inside) < 2 or sum(not c.done() for c in calls) > 2:
+            await asyncio.sleep(0.01)
+        release.set()
+        return [await c for c in calls]
+
+    statuses = asyncio.run(burst())
+    assert sorted(statuses) == [200, 200] + [429] * 8
+    assert len(inside) == 2 and all(scope[ratelimit.DOOR_PLACE] for scope in inside)
+    assert ratelimit._by_credential == {}  # every place given back
+
+
+def test_the_doors_place_is_the_requests_only_place(db, settings):
+    """With a limit of one, a request the door let in is not refused again by the view."""
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 1
+    status, _, _ = asgi_call("/tools/invoke", "Bearer not-a-key")
+    assert status == 401
+    assert ratelimit._by_credential == {}
+
+
+async def _asgi(application, path: str, authorization: str) -> int:
+    statuses = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "headers": [(b"authorization", authorization.encode())],
+    }
+    await application(scope, receive, send)
+    return statuses[0]
 
 
 # --- login throttling -------------------------------------------------------------------------
