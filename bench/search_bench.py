@@ -13,7 +13,7 @@ idempotent: skipped when they exist).
 Cases (each `--requests` times after `--warmup`, the tool function called directly, as every
 adapter calls it; p50/p95 in ms):
 1. sessions_search "zephyr deploy": a rare and a common word (a name plus a word);
-2. sessions_search "invoice rollback": two common words (hundreds of thousands of matches; the
+2. sessions_search "database latency": two common words of bench/shapes.py's vocabulary (hundreds of thousands of matches; the
    backend reads at most search.MAX_BACKEND_HITS of them);
 3. sessions_search "quasar nebula": no match;
 each as an operator seeing everything (visibility all) and as agent main under `tree` (the
@@ -55,7 +55,7 @@ from sessions_app.tools.sessions_search import sessions_search  # noqa: E402
 
 RARE_WORD = "zephyr"
 RARE_MESSAGES = 300
-QUERIES = ("zephyr deploy", "invoice rollback", "quasar nebula")
+QUERIES = ("zephyr deploy", "database latency", "quasar nebula")
 
 
 def add_rare_messages() -> None:

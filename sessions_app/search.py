@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 
 from . import sanitize
 from .models import Session
@@ -35,6 +35,8 @@ CONVERSATION_ROLES = ("user", "assistant")
 TOOL_ROLES = ("toolResult", "tool")
 MAX_BACKEND_HITS = 250  # 9.6 reads 25 hits per 200 sessions; ranking each costs a parse
 MAX_LISTED_SESSIONS = 1000
+# Scopes holding more messages than this are read by the text index alone (_scope_sql).
+DEEP_SCOPE_MESSAGES = 200_000
 SNIPPET_TOKENS = 48
 SNIPPET_LEAD = 12  # tokens shown before the first match
 SNIPPET_ELLIPSIS = " … "
@@ -157,10 +159,24 @@ def _scope_sql(scope: Scope) -> tuple[str, list] | None:
     # On SQLite, `+column` keeps the planner from driving the search by the session's index
     # (reading a deep session's messages one by one) instead of by the text index.
     column = "m.session_id" if connection.vendor == "postgresql" else "+m.session_id"
+    if connection.vendor == "postgresql" and _holds_a_deep_session(ids):
+        # PostgreSQL ANDs the text index's bitmap with the (session, seq) index's, which for a
+        # session of a million messages reads all of its entries (90 ms at 1.2M, for 300 text
+        # matches; BENCHMARKS.md). Past DEEP_SCOPE_MESSAGES the text index alone drives and the
+        # sessions are a filter on its matches.
+        column = "(m.session_id + 0)"
     if len(ids) <= MAX_LISTED_SESSIONS or scope.sessions is None:
         return f"AND {column} IN {_in_list(tuple(ids))}", ids
     sql, params = _sessions_sql(scope.sessions)
     return f"AND {column} IN ({sql})", list(params)
+
+
+def _holds_a_deep_session(ids: list[int]) -> bool:
+    """Whether the sessions `ids` hold more than DEEP_SCOPE_MESSAGES messages between them."""
+    if len(ids) > MAX_LISTED_SESSIONS:
+        return False  # a subquery: the planner reads it as a set, not by these ids
+    total = Session.objects.filter(id__in=ids).aggregate(total=Sum("last_seq"))["total"]
+    return (total or 0) > DEEP_SCOPE_MESSAGES
 
 
 def find(

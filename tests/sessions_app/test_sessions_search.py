@@ -132,6 +132,25 @@ def test_visibility_follows_the_configuration(agent_main, world):
     assert {k for k, _ in hits(search(agent_main, query="nightly"))} == {"agent:main:main"}
 
 
+def test_a_scope_holding_a_deep_session_is_read_by_the_text_index(agent_main, world):
+    """PostgreSQL: past DEEP_SCOPE_MESSAGES the scope's sessions filter the text index's
+    matches instead of being ANDed in by the (session, seq) index, which would read every entry
+    of a deep session (90 ms at 1.2M messages, BENCHMARKS.md). The answer is the same."""
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app import search as search_module
+
+    before = hits(search(agent_main, query="nightly build"))
+    Session.objects.filter(pk=world["main"].pk).update(
+        last_seq=search_module.DEEP_SCOPE_MESSAGES + 1  # what the decision reads
+    )
+    with CaptureQueriesContext(connection) as queries:
+        after = hits(search(agent_main, query="nightly build"))
+    assert after == before and len(after) == 3
+    text_driven = any("(m.session_id + 0)" in q["sql"] for q in queries.captured_queries)
+    assert text_driven == (connection.vendor == "postgresql")
+
+
 def test_sandboxed_caller_searches_itself_and_what_it_spawned(sandboxed_main, world):
     set_config(visibility="all", a2a_enabled=True)
     keys = {k for k, _ in hits(search(sandboxed_main, query="nightly"))}
