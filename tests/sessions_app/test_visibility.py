@@ -123,6 +123,14 @@ def test_list_skips_denied_rows_silently(agent_main, world):
         "limitApplied": 100,
         "offset": 0,
         "hasMore": False,
+        # 9.6's disclosure of a restricted scope (test_sessions_list_96.py)
+        "visibility": {
+            "mode": "tree",
+            "restricted": True,
+            "warning": "Session visibility is restricted (effective "
+            "tools.sessions.visibility=tree: current session + own spawn subtree). Sessions "
+            "outside that scope are omitted from results and count.",
+        },
     }
 
 

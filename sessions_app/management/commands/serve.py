@@ -42,12 +42,16 @@ class Command(BaseCommand):
         ensure_schedule()
         retention.ensure_schedules()
         python = sys.executable
-        children = [subprocess.Popen(server_command(server, host, port, web_workers))]
-        if not no_worker:
-            children.append(subprocess.Popen([python, "manage.py", "qcluster"]))
         self.stdout.write(
             f"Serving on http://{host}:{port}/ (API docs: /api/v1/docs/). Ctrl-C stops."
         )
+        command = server_command(server, host, port, web_workers)
+        if no_worker:
+            # Nothing to supervise: this process becomes the server (its signals, its exit
+            # status), and no second Python with Django loaded sits beside it.
+            self.stdout.flush()
+            os.execv(command[0], command)
+        children = [subprocess.Popen(command), subprocess.Popen([python, "manage.py", "qcluster"])]
         stopping = False
 
         def stop(*_):
