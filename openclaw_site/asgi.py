@@ -15,7 +15,7 @@ django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 from openclaw_site.middleware import ApiHandler, is_api_request  # noqa: E402
 from sessions_app.api import ratelimit  # noqa: E402
 from sessions_app.live.consumer import websocket_app  # noqa: E402
-from sessions_app.mcp.http import is_mcp_path, mcp_app  # noqa: E402
+from sessions_app.mcp.paths import is_mcp_path  # noqa: E402
 
 # The API (API keys only) without the cookie middleware: see openclaw_site/middleware.py.
 api_app = ApiHandler()
@@ -30,6 +30,10 @@ _GATED = re.compile(r"/tools/invoke$|/api/v1/runs/|/api/v1/sessions/.+/send/$")
 async def http_app(scope, receive, send):
     # /mcp/ is the MCP SDK's streamable HTTP transport (API keys only; docs/mcp.md).
     if is_mcp_path(scope):
+        # Imported on the first MCP request: the SDK is most of a second of every web
+        # process's start, and most never serve MCP.
+        from sessions_app.mcp.http import mcp_app
+
         await mcp_app(scope, receive, send)
         return
     app = api_app if is_api_request(scope) else django_asgi_app

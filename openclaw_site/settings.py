@@ -79,7 +79,9 @@ if TESTING:
     ALLOWED_HOSTS.append("testserver")
 
 INSTALLED_APPS = [
-    "daphne",
+    # (Not "daphne": its app only makes `runserver` serve ASGI, and it loads Twisted, half a
+    # second of every process's start. `manage.py serve` is the server; `serve --server
+    # daphne` still runs daphne.)
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -29,20 +29,11 @@ from ..identity import Requester, authenticate, requester_for
 from ..jsontext import dumps_bytes
 from .server import build_server, in_thread
 
-PATHS = ("/mcp", "/mcp/")
 SESSION_HEADER = "x-openclaw-session-key"
 API_KEY = "openclaw.api_key"  # where the authenticated ApiKey rides in the ASGI scope
 # An idle MCP session (no request in flight, no open stream) is dropped after this long; the
 # client then opens a new one. Long enough for a desktop client left open over lunch.
 IDLE_SECONDS = 30 * 60
-
-
-def is_mcp_path(scope: dict) -> bool:
-    path = scope.get("path", "")
-    root = scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root) :]
-    return path in PATHS or path.startswith("/mcp/")
 
 
 async def http_caller(ctx: ServerRequestContext[Any, Any]) -> Requester:
