@@ -211,20 +211,6 @@ def _pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
-class _Clock:
-    """Sums the time spent in cursor.execute while installed (Django's execute_wrapper)."""
-
-    def __init__(self):
-        self.seconds = 0.0
-
-    def __call__(self, execute, sql, params, many, context):
-        started = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            self.seconds += time.perf_counter() - started
-
-
 def _explain(connection, sql: str, runs_wanted: int) -> dict:
     """Median execution and planning ms of `sql` under EXPLAIN ANALYZE, and its message scans."""
     runs = []
@@ -270,9 +256,11 @@ def _run_case(connection, calls: list, *, warmup, explain_runs: int, explain: bo
     with CaptureQueriesContext(connection) as captured:
         calls[0]()
     sent = [q["sql"] for q in captured.captured_queries]
+    from bench.request_profile import DatabaseClock  # (imported after django.setup())
+
     totals, in_db = [], []
     for call in calls:
-        clock = _Clock()
+        clock = DatabaseClock()
         with connection.execute_wrapper(clock):
             started = time.perf_counter()
             call()
