@@ -32,7 +32,7 @@ from openclaw_common.errors import AccessDenied, InvalidArgument
 
 from . import store
 from .identity import Requester
-from .models import Message, Run, Session, SessionGroup, live_hint, new_session_id, now_ms
+from .models import Message, Run, Session, SessionGroup, new_session_id
 from .resolve import find_session, forbidden_text, not_found_text
 
 NAMED_ICONS = ("braces", "book", "monitor", "bot", "kanban", "coins")
@@ -48,8 +48,6 @@ RESET_REASON = "reset"
 STRING_FIELDS = ("label", "icon", "color", "statusNote", "model", "thinkingLevel", "sendPolicy")
 BOOLEAN_FIELDS = ("pinned", "archived")
 PATCH_FIELDS = (*STRING_FIELDS, *BOOLEAN_FIELDS, "group", "attention", "ttlMinutes")
-# The RPC spells the group `category` (sessions.patch); both are accepted there.
-RPC_ALIASES = {"category": "group"}
 
 LIFECYCLE_TEXT = "Session lifecycle action requires a durable session identity"
 SCHEDULED_TEXT = "Session will be archived after the current agent run finishes."
@@ -224,12 +222,7 @@ def _apply(session: Session, changes: dict[str, Any]) -> list[str]:
         locked = Session.objects.select_for_update().get(pk=session.pk)
         columns = _columns(locked, changes)
         if columns:
-            for column, value in columns.items():
-                setattr(locked, column, value)
-            locked.updated_at = max(locked.updated_at, now_ms())
-            locked.mark_changed("updated")
-            locked.save()
-            live_hint(locked.pk, "updated")
+            store.save_changed(locked, columns)
         if changes.get("sendPolicy") is not None:
             store.set_send_policy(session=locked, policy=changes["sendPolicy"] or None)
         if "group" in changes and changes["group"]:
@@ -434,17 +427,22 @@ def reset(
         )
         Message.objects.filter(session=locked).update(session=previous)
         Run.objects.filter(session=locked).update(session=previous)
-        locked.session_id = new_session_id()
-        locked.last_seq = 0
-        locked.cold_at, locked.cold_file, locked.hot_until = None, "", None
-        locked.run_status = ""
-        locked.input_tokens = locked.output_tokens = locked.total_tokens = None
-        locked.context_tokens = None
-        locked.extra = {**(locked.extra or {}), "previousSessionId": old_id}
-        locked.updated_at = max(locked.updated_at, now_ms())
-        locked.mark_changed("updated")
-        locked.save()
-        live_hint(locked.pk, "updated")
+        store.save_changed(
+            locked,
+            {
+                "session_id": new_session_id(),
+                "last_seq": 0,
+                "cold_at": None,
+                "cold_file": "",
+                "hot_until": None,
+                "run_status": "",
+                "input_tokens": None,
+                "output_tokens": None,
+                "total_tokens": None,
+                "context_tokens": None,
+                "extra": {**(locked.extra or {}), "previousSessionId": old_id},
+            },
+        )
     session.refresh_from_db()
     return {
         "ok": True,

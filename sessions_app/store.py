@@ -503,16 +503,22 @@ def patch_session(*, api_key: ApiKey, key: str, changes: Any) -> Session:
         session = get_session(key, settings=settings)
         session = Session.objects.select_for_update().get(pk=session.pk)
         if values:
-            for column, value in values.items():
-                setattr(session, column, value)
-            session.updated_at = max(session.updated_at, now_ms())
-            session.mark_changed("updated")
-            session.save()
-            live_hint(session.pk, "updated")
+            save_changed(session, values)
         if "sendPolicy" in changes:
             # The one way the override is set: PATCH, /send and the admin all come here.
             set_send_policy(session=session, policy=changes["sendPolicy"])
     return session
+
+
+def save_changed(session: Session, values: dict[str, Any]) -> None:
+    """Write `values` to a session the caller's transaction has locked, as a change people see:
+    updatedAt moves forward and live subscribers hear of it (PATCH, the sessions tool, reset)."""
+    for column, value in values.items():
+        setattr(session, column, value)
+    session.updated_at = max(session.updated_at, now_ms())
+    session.mark_changed("updated")
+    session.save()
+    live_hint(session.pk, "updated")
 
 
 def set_send_policy(*, session: Session, policy: str | None) -> Session:
