@@ -105,6 +105,14 @@ def page_rows(queryset: QuerySet[Session]) -> list[SessionRow]:
     return [make((*values, children.get(values[_KEY], ()))) for values in found]
 
 
+def row_of(session: Session, *, settings: keys.KeySettings) -> dict:
+    """One session's sessions_list row with its active children (REST session detail, the
+    sessions.patch/get RPCs): session_row() plus one children_of() query."""
+    return session_row(
+        session, settings=settings, children=children_of([session.key]).get(session.key, [])
+    )
+
+
 def children_of(parent_keys: list[str]) -> dict[str, list[str]]:
     """The keys of the active sessions each of `parent_keys` spawned, newest first. One query
     (none for no keys), an index probe on `session_spawned_by` per key."""

@@ -21,7 +21,7 @@ from ..live import sse
 from ..live.subscribers import Followed
 from ..models import ApiKey, GatewayConfig
 from ..resolve import resolve_session, resolve_session_id
-from ..rows import session_row
+from ..rows import row_of
 from ..runs import control
 from ..tools import agents_list as agents_list_tool
 from ..tools import session_status as session_status_tool
@@ -77,10 +77,7 @@ def no_query_args(request) -> None:
 
 
 def _row(session, requester_settings) -> dict:
-    children = list(
-        type(session).objects.active().filter(spawned_by=session.key).values_list("key", flat=True)
-    )
-    return session_row(session, settings=requester_settings, children=children)
+    return row_of(session, settings=requester_settings)
 
 
 class SessionsView(APIView):

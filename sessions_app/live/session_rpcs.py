@@ -16,12 +16,14 @@ from openclaw_common.errors import AccessDenied, InvalidArgument
 from .. import session_admin
 from ..identity import Requester
 from ..models import Session
-from ..rows import session_row
+from ..rows import row_of
 
 # Nobody is "current" over the gateway: archiving always names the expected sessionId.
 RPC_CALLER = session_admin.Caller(current_key="")
 ADDRESS = frozenset({"key", "agentId", "expectedSessionId"})
-PATCH_NAMES = (frozenset(session_admin.PATCH_FIELDS) - {"group"}) | {"category"}
+# sessions.patch spells the sessions tool's `group` as `category` (9.6 §2.4).
+RPC_SPELLING = {"group": "category"}
+PATCH_NAMES = frozenset(RPC_SPELLING.get(name, name) for name in session_admin.PATCH_FIELDS)
 RETIRED = ("execSecurity", "execAsk")
 LINEAGE = ("spawnedBy", "spawnDepth", "subagentRole", "spawnedWorkspaceDir", "forkedFromParent")
 
@@ -58,15 +60,12 @@ def expected(params: dict) -> str | None:
 
 
 def entry(session: Session, requester: Requester) -> dict:
-    children = list(
-        Session.objects.active().filter(spawned_by=session.key).values_list("key", flat=True)
-    )
-    return session_row(session, settings=requester.key_settings, children=children)
+    return row_of(session, settings=requester.key_settings)
 
 
 def patch_changes(fields: dict) -> dict[str, Any]:
-    renamed = {("group" if k == "category" else k): v for k, v in fields.items()}
-    return session_admin.read_patch(renamed)
+    tool_name = {rpc: tool for tool, rpc in RPC_SPELLING.items()}
+    return session_admin.read_patch({tool_name.get(k, k): v for k, v in fields.items()})
 
 
 def sessions_patch(requester: Requester, params: dict) -> dict:
