@@ -516,26 +516,16 @@ _OUTCOMES = {Run.ERROR: "error", Run.TIMEOUT: "timeout", Run.ABORTED: "cancelled
 def record_run_end(run: Run, status: str, *, error: str = "") -> None:
     """`run_completed` / `run_failed` in the session's state log, in the finishing transaction
     (which holds the session's lock)."""
-    agent = run.session.agent_id
-    if status == Run.OK:
-        state_log.record(
-            run.session_id,
-            "run_completed",
-            actor_type="agent",
-            actor_id=agent,
-            run_id=run.id,
-            summary=f"Run {run.kind} completed",
-        )
-        return
-    outcome = _OUTCOMES.get(status, "error")
+    ok = status == Run.OK
+    outcome = "completed" if ok else _OUTCOMES.get(status, "error")
     state_log.record(
         run.session_id,
-        "run_failed",
+        "run_completed" if ok else "run_failed",
         actor_type="agent",
-        actor_id=agent,
+        actor_id=run.session.agent_id,
         run_id=run.id,
-        summary=f"Run {run.kind} {outcome}" + (f": {error}" if error else ""),
-        payload={"outcome": outcome},
+        summary=f"Run {run.kind} {outcome}" + (f": {error}" if error and not ok else ""),
+        payload=None if ok else {"outcome": outcome},
     )
 
 

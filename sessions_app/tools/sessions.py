@@ -162,25 +162,30 @@ def _patch(requester: Requester, a: SimpleNamespace) -> dict:
     )
 
 
-def _reset(requester: Requester, a: SimpleNamespace) -> dict:
+def _other_session(
+    requester: Requester, a: SimpleNamespace, *, own_text: str, expected: bool = False
+) -> session_admin.Session:
+    """The session `sessionKey` names (required; `expectedSessionId` too when `expected`),
+    which may not be the caller's own (`own_text`)."""
     if a.sessionKey is None:
         raise InvalidArgument("sessionKey required")
+    if expected and a.expectedSessionId is None:
+        raise InvalidArgument("expectedSessionId required")
     session = session_admin.find_managed(requester, a.sessionKey)
     if session.key == requester.session_key:
-        raise InvalidArgument(SELF_RESET_TEXT)
+        raise InvalidArgument(own_text)
+    return session
+
+
+def _reset(requester: Requester, a: SimpleNamespace) -> dict:
+    session = _other_session(requester, a, own_text=SELF_RESET_TEXT)
     return session_admin.reset(
         session, expected_session_id=a.expectedSessionId, settings=requester.key_settings
     )
 
 
 def _delete(requester: Requester, a: SimpleNamespace) -> dict:
-    if a.sessionKey is None:
-        raise InvalidArgument("sessionKey required")
-    if a.expectedSessionId is None:
-        raise InvalidArgument("expectedSessionId required")
-    session = session_admin.find_managed(requester, a.sessionKey)
-    if session.key == requester.session_key:
-        raise InvalidArgument(SELF_DELETE_TEXT)
+    session = _other_session(requester, a, own_text=SELF_DELETE_TEXT, expected=True)
     return session_admin.archive_then_delete(
         session, expected_session_id=a.expectedSessionId, settings=requester.key_settings
     )
