@@ -256,16 +256,9 @@ def _run_case(connection, calls: list, *, warmup, explain_runs: int, explain: bo
     with CaptureQueriesContext(connection) as captured:
         calls[0]()
     sent = [q["sql"] for q in captured.captured_queries]
-    from bench.request_profile import DatabaseClock  # (imported after django.setup())
+    from bench.request_profile import timed  # (imported after django.setup())
 
-    totals, in_db = [], []
-    for call in calls:
-        clock = DatabaseClock()
-        with connection.execute_wrapper(clock):
-            started = time.perf_counter()
-            call()
-            totals.append((time.perf_counter() - started) * 1000)
-        in_db.append(clock.seconds * 1000)
+    totals, in_db, _ = timed(calls)
     plans = [
         _explain(connection, sql, explain_runs)
         for sql in sent

@@ -68,19 +68,25 @@ class DatabaseClock:
             self.statements += 1
 
 
+def timed(calls) -> tuple[list[float], list[float], int]:
+    """Each call's ms, its ms in the database, and the statements of the last call."""
+    totals, db, statements = [], [], 0
+    for call in calls:
+        clock = DatabaseClock()
+        with connection.execute_wrapper(clock):
+            started = time.perf_counter()
+            call()
+            totals.append((time.perf_counter() - started) * 1000)
+        db.append(clock.seconds * 1000)
+        statements = clock.statements
+    return totals, db, statements
+
+
 def median_ms(fn, calls: int) -> tuple[float, float, int]:
     """(median ms of fn, median ms in the database, statements per call)."""
     for _ in range(5):
         fn()
-    totals, db, statements = [], [], 0
-    for _ in range(calls):
-        clock = DatabaseClock()
-        with connection.execute_wrapper(clock):
-            started = time.perf_counter()
-            fn()
-            totals.append((time.perf_counter() - started) * 1000)
-        db.append(clock.seconds * 1000)
-        statements = clock.statements
+    totals, db, statements = timed([fn] * calls)
     return statistics.median(totals), statistics.median(db), statements
 
 
