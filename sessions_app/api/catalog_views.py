@@ -14,8 +14,8 @@ from .. import model_catalog
 from ..models import Agent, GatewayConfig
 from ..store import require_scope
 from . import http
+from .drf import no_query_args
 from .schema import operation
-from .views import no_query_args
 
 MODELS = {
     "type": "object",

@@ -13,6 +13,7 @@ from rest_framework.renderers import JSONRenderer
 
 from openclaw_common.errors import InvalidArgument, Unauthenticated
 
+from ..args import Args
 from ..identity import authenticate
 from ..jsontext import dumps_bytes
 from ..models import ApiKey
@@ -114,3 +115,22 @@ def _message(detail) -> str:
     if isinstance(detail, dict):
         return "; ".join(f"{k}: {_message(v)}" for k, v in detail.items())
     return str(detail)
+
+
+def query_args(request, *, list_names: tuple[str, ...] = ()) -> dict:
+    """Query parameters as tool args: one value each, except list parameters (repeat or commas)."""
+    args: dict = {}
+    for name in request.query_params:
+        values = request.query_params.getlist(name)
+        if name in list_names:
+            args[name] = [part for v in values for part in v.split(",") if part.strip()]
+        elif len(values) > 1:
+            raise InvalidArgument(f"{name} must be given once")
+        else:
+            args[name] = values[0]
+    return args
+
+
+def no_query_args(request) -> None:
+    """Endpoints without query parameters still refuse unknown ones, as the tools do."""
+    Args(query_args(request), frozenset(), tool="this endpoint")

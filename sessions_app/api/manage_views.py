@@ -15,7 +15,7 @@ from openclaw_common.errors import InvalidArgument
 
 from .. import session_admin
 from ..args import Args
-from .drf import json_body
+from .drf import json_body, no_query_args, query_args
 from .schema import (
     GROUP_NAME_PATH,
     GROUP_RENAME_BODY,
@@ -106,7 +106,7 @@ EXPECTED_PARAM = OpenApiParameter(
 
 def delete_session(request, key: str) -> Response:
     """DELETE /api/v1/sessions/{key}/: archive (stopping its work), then delete."""
-    args = {name: request.query_params.get(name) for name in request.query_params}
+    args = query_args(request)
     Args(args, frozenset({"expectedSessionId"}), tool="delete")
     expected = args.get("expectedSessionId")
     if not expected:
@@ -146,11 +146,7 @@ class GroupsView(APIView):
     )
     def get(self, request):
         requester_of(request)
-        Args(
-            {n: request.query_params.get(n) for n in request.query_params},
-            frozenset(),
-            tool="groups",
-        )
+        no_query_args(request)
         return Response(session_admin.group_list())
 
     @extend_schema(

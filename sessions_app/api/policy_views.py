@@ -16,9 +16,8 @@ from openclaw_common.errors import NotFound
 
 from .. import send_policy_api as api
 from ..store import require_scope
-from .drf import json_body
+from .drf import json_body, no_query_args
 from .schema import operation, ref
-from .views import no_query_args
 
 RULE_ID = OpenApiParameter(
     "rule_id", int, OpenApiParameter.PATH, description="The rule's id, as listed."

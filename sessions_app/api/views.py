@@ -32,7 +32,7 @@ from ..tools.sessions_history import MAX_LIMIT, history_page
 from ..tools.sessions_list import sessions_list
 from ..tools.sessions_spawn import sessions_spawn
 from . import http, manage_views
-from .drf import FastJSONRenderer, json_body
+from .drf import FastJSONRenderer, json_body, no_query_args, query_args
 from .schema import (
     ABORT_BODY,
     APPEND_BODY,
@@ -55,25 +55,6 @@ RAW_PARAM = OpenApiParameter(
 
 def requester_of(request) -> Requester:
     return http.requester(request.auth, request)
-
-
-def query_args(request, *, list_names: tuple[str, ...] = ()) -> dict:
-    """Query parameters as tool args: one value each, except list parameters (repeat or commas)."""
-    args: dict = {}
-    for name in request.query_params:
-        values = request.query_params.getlist(name)
-        if name in list_names:
-            args[name] = [part for v in values for part in v.split(",") if part.strip()]
-        elif len(values) > 1:
-            raise InvalidArgument(f"{name} must be given once")
-        else:
-            args[name] = values[0]
-    return args
-
-
-def no_query_args(request) -> None:
-    """Endpoints without query parameters still refuse unknown ones, as the tools do."""
-    Args(query_args(request), frozenset(), tool="this endpoint")
 
 
 def _row(session, requester_settings) -> dict:
