@@ -14,10 +14,10 @@ from openclaw_common.errors import InvalidArgument, NotFound
 
 from .. import cold_storage, visibility
 from ..identity import Requester
-from ..models import Message, Session
+from ..models import Session
 from ..resolve import find_session, forbidden_text, resolve_session
 from ..sanitize import redact, texts_of
-from ..transcript import payload
+from ..transcript import read_page
 from .session_rpcs import closed
 
 PREVIEW_KEYS = 64
@@ -38,10 +38,8 @@ def integer(params: dict, name: str, *, default: int, minimum: int, maximum: int
 
 
 def preview_items(session: Session, limit: int, max_chars: int) -> list[dict]:
-    rows = Message.objects.filter(session=session).order_by("-seq")[:limit]
     items = []
-    for message in reversed(list(rows)):
-        data = message.to_transcript()
+    for data, _ in read_page(session, limit=limit, include_tools=True)[0]:
         text = redact(" ".join(t for t in texts_of(data) if t).strip())[0]
         if len(text) > max_chars:
             text = text[: max_chars - 1] + "…"
@@ -92,8 +90,8 @@ def sessions_get(requester: Requester, params: dict) -> dict:
         raise InvalidArgument("key must be a non-empty string")
     limit = integer(params, "limit", default=GET_LIMIT, minimum=1, maximum=GET_MAX)
     session = cold_storage.ensure_hot(resolve_session(requester, raw, action="history"))
-    rows = Message.objects.filter(session=session).order_by("-seq")[:limit]
-    return {"messages": [payload(m) for m in reversed(list(rows))]}
+    page, _ = read_page(session, limit=limit, include_tools=True)
+    return {"messages": [message for message, _ in page]}
 
 
 def sessions_resolve(requester: Requester, params: dict) -> dict:
