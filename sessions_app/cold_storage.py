@@ -19,7 +19,7 @@ hot for 24 h (`hot_until`). 9.6 restores in the background instead; we do not, b
 reader has a "restoring, retry" answer: an agent given an empty or partial history acts on it.
 A missing or unreadable file is TranscriptUnavailable (503, the file named), never an empty
 transcript. Lists and sessions.preview leave transcripts cold (as 9.6): a list's last messages
-are read from the file (tail_messages), a preview says `status: "cold"`.
+are read from the file (listed_messages), a preview says `status: "cold"`.
 
 Compression: zstd (`.jsonl.zst`) when the `zstandard` package is installed, else gzip
 (`.jsonl.gz`, standard library). A restore reads either, by the file's suffix.
@@ -34,7 +34,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -398,15 +398,32 @@ def ensure_hot(session: Session) -> Session:
     return session
 
 
-def tail_messages(name: str, session_pk: int, *, after_seq: int) -> list[Message]:
-    """The cold file's messages with seq > `after_seq`, in seq order, without restoring them
-    (a list's last messages: 9.6 lists keep payloads archived). TranscriptUnavailable when the
-    file is missing or unreadable."""
-    try:
-        return [m for m in read_messages(name, session_pk) if m.seq > after_seq]
-    except ColdStorageError as exc:
-        logger.error("cold transcript %s could not be read: %s", name, exc)
-        raise unavailable(exc) from exc
+def listed_messages(
+    sessions: Iterable[Any], *, first: int = 0, last: int = 0
+) -> Iterator[tuple[int, list[Message]]]:
+    """What a list shows of those `sessions` (pk, last_seq) that are cold: each one's `first`
+    or `last` messages in seq order, read from its file and not restored (9.6: lists keep
+    payloads archived). Callers pass the sessions whose rows came back empty; one query, only
+    if there are any. TranscriptUnavailable when a file is missing or unreadable."""
+    last_seqs = {s.pk: s.last_seq for s in sessions}
+    if not last_seqs:
+        return
+    cold = Session.objects.filter(pk__in=last_seqs, cold_at__isnull=False)
+    for pk, name in cold.values_list("pk", "cold_file"):
+        try:
+            if first:
+                head = []
+                for message in read_messages(name, pk):
+                    if message.seq > first:
+                        break
+                    head.append(message)
+                yield pk, head
+            else:
+                after = last_seqs[pk] - last
+                yield pk, [m for m in read_messages(name, pk) if m.seq > after]
+        except ColdStorageError as exc:
+            logger.error("cold transcript %s could not be read: %s", name, exc)
+            raise unavailable(exc) from exc
 
 
 def unavailable(exc: ColdStorageError) -> TranscriptUnavailable:

@@ -91,29 +91,13 @@ def _rows(ranges: list[Q], *, newest_first: bool, seen: set[int]) -> Iterator[tu
 def _cold_rows(
     wanted: Sequence[Listed], seen: set[int], *, first: int = 0, last: int = 0
 ) -> Iterator[tuple[int, Any]]:
-    """For the sessions with messages but no rows (cold storage: a list keeps them archived, as
-    9.6 does), the `first` or the `last` messages of the cold file, in the order the caller
-    reads (Message objects have the fields a MessageRow has). One query, only if any."""
+    """The sessions with messages but no rows (cold storage), from their files, in the order
+    the caller reads (Message objects have the fields a MessageRow has)."""
     from . import cold_storage
 
-    empty = {s.pk: s.last_seq for s in wanted if s.pk not in seen}
-    if not empty:
-        return
-    cold = Session.objects.filter(pk__in=empty, cold_at__isnull=False)
-    for pk, name in cold.values_list("pk", "cold_file"):
-        if first:
-            head = []
-            try:
-                for message in cold_storage.read_messages(name, pk):
-                    if message.seq > first:
-                        break
-                    head.append(message)
-            except cold_storage.ColdStorageError as exc:
-                raise cold_storage.unavailable(exc) from exc
-            yield from ((pk, m) for m in head)
-        else:
-            tail = cold_storage.tail_messages(name, pk, after_seq=empty[pk] - last)
-            yield from ((pk, m) for m in reversed(tail))
+    empty = [s for s in wanted if s.pk not in seen]
+    for pk, messages in cold_storage.listed_messages(empty, first=first, last=last):
+        yield from ((pk, m) for m in (messages if first else reversed(messages)))
 
 
 def visible_text(content: Any) -> str:

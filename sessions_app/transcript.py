@@ -232,14 +232,9 @@ def _cold_tails(
     """The last messages of those sessions without rows that are cold, read from their files
     (9.6: lists keep payloads archived; nothing is restored). One query, only when a session
     came back empty; TranscriptUnavailable when a file is lost."""
-    if not empty:
-        return
     from . import cold_storage
 
-    last = {s.pk: s.last_seq for s in empty}
-    cold = Session.objects.filter(pk__in=last, cold_at__isnull=False).values_list("pk", "cold_file")
-    for pk, name in cold:
-        tail = cold_storage.tail_messages(name, pk, after_seq=last[pk] - count)
+    for pk, tail in cold_storage.listed_messages(empty, last=count):
         kept = [m for m in tail if m.role != TOOL_RESULT]
         if kept:
             yield pk, [(payload(m), m.redact_needed is not False) for m in kept]
