@@ -29,6 +29,17 @@ if TYPE_CHECKING:
 TOOL_RESULT = "toolResult"
 
 
+def tool_result_message(call_id: str, name: str, text: str, *, error: bool = False) -> dict:
+    """A transcript's toolResult message, as OpenClaw writes it (ACP turns, the demo)."""
+    return {
+        "role": TOOL_RESULT,
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": text}],
+        "isError": error,
+    }
+
+
 def payload(message: Message) -> dict:
     """The raw transcript message plus `__openclaw.seq`, its 1-based transcript position."""
     data = message.to_transcript()

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from .. import store
 from ..models import Session
+from ..transcript import tool_result_message
 
 MAX_TEXT = 100_000  # one message's text; longer tool output is cut (the harness keeps its own)
 
@@ -74,7 +75,7 @@ class Mapper:
     def close_open_calls(self, reason: str) -> list[dict]:
         """toolResults for the calls the turn left open (crash, cancel, timeout)."""
         out = [
-            tool_result(call_id, name, f"(no result: {reason})", error=True)
+            tool_result_message(call_id, name, f"(no result: {reason})", error=True)
             for call_id, name in self.open_calls.items()
         ]
         self.open_calls.clear()
@@ -142,7 +143,9 @@ class Mapper:
             raw = update["rawOutput"]
             text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
         out.append(
-            tool_result(call_id, name, _cut(text or f"({status})"), error=status == "failed")
+            tool_result_message(
+                call_id, name, _cut(text or f"({status})"), error=status == "failed"
+            )
         )
 
     def _permission(self, data: dict) -> dict:
@@ -173,16 +176,6 @@ def _append_block(out: list[dict], block_type: str, text: str) -> None:
         last["content"][0][key] += text
         return
     out.append({"role": "assistant", "content": [{"type": block_type, key: text}]})
-
-
-def tool_result(call_id: str, name: str, text: str, *, error: bool) -> dict:
-    return {
-        "role": "toolResult",
-        "toolCallId": call_id,
-        "toolName": name,
-        "content": [{"type": "text", "text": text}],
-        "isError": error,
-    }
 
 
 def system(text: str, **extra: Any) -> dict:

@@ -9,6 +9,7 @@ from sessions_app import config, store
 from sessions_app.acp.harnesses import echo_definition
 from sessions_app.agents import upsert_agent
 from sessions_app.models import GatewayConfig, Session, now_ms
+from sessions_app.transcript import tool_result_message
 
 MINUTE = 60_000
 SUBAGENT_ID = "5d0c3a52-8f1e-4c7e-9a8e-1f2b3c4d5e6f"
@@ -155,16 +156,6 @@ def tool_call(call_id, name, arguments, *, thinking=None):
     }
 
 
-def tool_result(call_id, name, text, *, is_error=False):
-    return {
-        "role": "toolResult",
-        "toolCallId": call_id,
-        "toolName": name,
-        "content": [{"type": "text", "text": text}],
-        "isError": is_error,
-    }
-
-
 SESSIONS = [
     (
         "agent:main:main",
@@ -188,7 +179,7 @@ SESSIONS = [
                 {"day": "today"},
                 thinking="Check the calendar first.",
             ),
-            tool_result(
+            tool_result_message(
                 "call_cal_1",
                 "calendar_list",
                 '[{"time": "10:00", "title": "Standup"}, {"time": "14:00", "title": "Design review"}]',
@@ -200,7 +191,7 @@ SESSIONS = [
                 "sessions_spawn",
                 {"task": "Summarise the inbox", "agentId": "research", "label": "summarise-inbox"},
             ),
-            tool_result(
+            tool_result_message(
                 "call_spawn_1",
                 "sessions_spawn",
                 f'{{"status": "accepted", "childSessionKey": "agent:research:subagent:{SUBAGENT_ID}"}}',
@@ -223,7 +214,7 @@ SESSIONS = [
         [
             user("@claw did the nightly build pass?", senderName="bob"),
             tool_call("call_ci_1", "ci_status", {"pipeline": "nightly"}),
-            tool_result("call_ci_1", "ci_status", "nightly #812: passed in 14m02s"),
+            tool_result_message("call_ci_1", "ci_status", "nightly #812: passed in 14m02s"),
             assistant("Yes: nightly #812 passed in 14 minutes."),
         ],
     ),
@@ -271,7 +262,7 @@ SESSIONS = [
         [
             user("[cron] Prepare the daily briefing."),
             tool_call("call_news_1", "news_headlines", {"limit": 3}),
-            tool_result(
+            tool_result_message(
                 "call_news_1",
                 "news_headlines",
                 "1. Markets steady\n2. Rain expected\n3. Release 2.4 shipped",
@@ -315,7 +306,7 @@ SESSIONS = [
                 },
             ),
             tool_call("call_mail_1", "mail_search", {"folder": "inbox", "unread": True}),
-            tool_result(
+            tool_result_message(
                 "call_mail_1", "mail_search", "4 unread: invoice, offsite agenda, 2 newsletters"
             ),
             assistant(
