@@ -333,6 +333,7 @@ def update_config(*, api_key: ApiKey | None, changes: Any) -> GatewayConfig:
         require_scope(api_key, ApiKey.OPERATOR)
     if not isinstance(changes, dict) or not changes:
         raise InvalidArgument("body must be a non-empty JSON object of settings")
+    changes = _one_harness_paths(changes)
     unknown = sorted(p for p in changes if p not in BY_PATH and p not in STORED_ELSEWHERE)
     if unknown:
         raise InvalidArgument(f"Unknown setting: {', '.join(unknown)}")
@@ -357,6 +358,29 @@ def update_config(*, api_key: ApiKey | None, changes: Any) -> GatewayConfig:
         for write, value in elsewhere:
             write(api_key=api_key, value=value)
     return config
+
+
+HARNESS_PATH = "acp.agents."
+
+
+def _one_harness_paths(changes: dict) -> dict:
+    """`acp.agents.<id>` sets (or, with null, removes) one harness and keeps the others, as
+    OpenClaw's `config set acp.agents.<id>` does; `acp.agents` itself replaces the whole set."""
+    one = {p[len(HARNESS_PATH) :]: v for p, v in changes.items() if p.startswith(HARNESS_PATH)}
+    if not one:
+        return changes
+    if "acp.agents" in changes:
+        raise InvalidArgument("acp.agents and acp.agents.<id> cannot be combined")
+    if not all(one):
+        raise InvalidArgument("acp.agents.<id> needs a harness id")
+    agents = dict(GatewayConfig.load().acp_agents or {})
+    for harness, definition in one.items():
+        if definition is None:
+            agents.pop(harness, None)
+        else:
+            agents[harness] = definition
+    rest = {p: v for p, v in changes.items() if not p.startswith(HARNESS_PATH)}
+    return {**rest, "acp.agents": agents}
 
 
 def reclassify_sessions(settings: keys.KeySettings, *, batch_size: int = 2000) -> int:

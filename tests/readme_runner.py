@@ -10,6 +10,7 @@ their sockets. The commands run in the repository with the test database's `DATA
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from dataclasses import dataclass
@@ -19,6 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 STATUS = re.compile(r"^@@HTTP (\d{3})$", re.M)
+# What the README says a tool answered: `# details: {… "status": "ok" …}`, the first status on
+# the line being the result's own (nested ones such as delivery's come after it).
+SHOWN_STATUS = re.compile(r'^# details: \{[^\n]*?"status": "(\w+)"', re.M)
+REFUSALS = ("error", "forbidden")
 BLOCK = re.compile(r"^@@BLOCK (\d+)$", re.M)
 
 # Blocks a test does not paste, each by its first line, with the reason. Everything else in a
@@ -135,7 +140,7 @@ def run_readme(*, port: int, env: dict, workdir: Path) -> dict[int, str]:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     outputs: dict[int, str] = {}
     pieces = BLOCK.split(done.stdout)
@@ -150,3 +155,42 @@ def run_readme(*, port: int, env: dict, workdir: Path) -> dict[int, str]:
 
 def statuses(output: str) -> list[int]:
     return [int(code) for code in STATUS.findall(output)]
+
+
+def tool_statuses(output: str) -> list[str]:
+    """The `details.status` of every /tools/invoke answer a block printed (one JSON per line)."""
+    found = []
+    for line in output.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            body = json.loads(line)
+        except ValueError:
+            continue
+        details = (body.get("result") or {}).get("details") if isinstance(body, dict) else None
+        if isinstance(details, dict) and isinstance(details.get("status"), str):
+            found.append(details["status"])
+    return found
+
+
+def shown_statuses(block: Block) -> list[str]:
+    """The statuses the README shows for the block's tool calls, in its `# details:` lines."""
+    return SHOWN_STATUS.findall(block.text)
+
+
+def unlike_the_readme(block: Block, output: str) -> list[str]:
+    """How a block's answers differ from what the README shows: a refusal (a tool's `error` or
+    `forbidden`, which travels as HTTP 200) that the README does not show, or a status the
+    README shows that no answer had."""
+    answered, shown = tool_statuses(output), shown_statuses(block)
+    problems = [
+        f"answered {status!r}, which the README does not show"
+        for status in answered
+        if status in REFUSALS and status not in shown
+    ]
+    problems += [
+        f"the README shows {status!r}, no answer had it"
+        for status in shown
+        if status not in answered
+    ]
+    return problems

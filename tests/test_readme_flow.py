@@ -134,9 +134,12 @@ def test_the_readme_top_to_bottom_as_written(demo_server, tmp_path):
         worker.stop()
 
     assert set(outputs) == {b.index for b in run}
+    by_index = {b.index: b for b in run}
     for index, output in outputs.items():
         bad = [code for code in readme_runner.statuses(output) if code >= 400]
         assert not bad, f"README block {index} got HTTP {bad}:\n{output}"
+        unlike = readme_runner.unlike_the_readme(by_index[index], output)
+        assert not unlike, f"README block {index}: {unlike}:\n{output}"
     text = "\n".join(outputs.values())
     assert '"status": "ok"' in text or '"status":"ok"' in text  # the send got its reply
     assert "agent:research:subagent:" in text  # the spawn, and the demo's own sub-agent

@@ -19,6 +19,7 @@ from openclaw_common import keys
 
 from .. import config as config_mod
 from .. import store
+from ..acp import harnesses
 from ..tools import TOOLS, shapes
 from ..tools import declaration as decl
 from ..tools.shapes import BOOLEAN, INTEGER, STRING, array, obj
@@ -198,13 +199,21 @@ def _setting_schema(setting: config_mod.Setting) -> JSON:
     return {**schema, "description": setting.help} if setting.help else schema
 
 
-CONFIG = obj(
-    {
-        **{s.path: _setting_schema(s) for s in config_mod.SETTINGS},
-        config_mod.SEND_POLICY: policy_schema.OPENCLAW_VALUE,
+CONFIG = {
+    **obj(
+        {
+            **{s.path: _setting_schema(s) for s in config_mod.SETTINGS},
+            config_mod.SEND_POLICY: policy_schema.OPENCLAW_VALUE,
+        },
+        description="The gateway settings by their OpenClaw config path. In a PATCH, "
+        "`acp.agents.<id>` sets one harness (null removes it) and keeps the others.",
+    ),
+    "patternProperties": {
+        r"^acp\.agents\.[a-z0-9][a-z0-9_-]{0,63}$": {
+            "anyOf": [harnesses.HARNESS_SCHEMA, {"type": "null"}]
+        }
     },
-    description="The gateway settings by their OpenClaw config path.",
-)
+}
 
 
 def components() -> dict[str, JSON]:

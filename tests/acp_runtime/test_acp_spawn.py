@@ -187,6 +187,29 @@ def test_operators_set_harnesses_over_the_config_api(operator, tmp_path):
     }
 
 
+def test_one_harness_is_set_or_removed_by_its_own_path(operator, tmp_path):
+    """`acp.agents.<id>` (the README's example) keeps the other harnesses, echo included."""
+    echo = {"command": "/usr/bin/env", "args": ["true"], "cwdRoot": str(tmp_path)}
+    assert operator.patch("/api/v1/config/", {"acp.agents": {"echo": echo}}).status_code == 200
+    codex = {"command": "npx", "args": ["-y", "codex-acp"], "cwdRoot": str(tmp_path)}
+    response = operator.patch(
+        "/api/v1/config/", {"acp.agents.codex": codex, "acp.allowedAgents": ["echo", "codex"]}
+    )
+    assert response.status_code == 200, response.content
+    assert set(GatewayConfig.load().acp_agents) == {"echo", "codex"}
+    assert operator.patch("/api/v1/config/", {"acp.agents.codex": None}).status_code == 200
+    assert set(GatewayConfig.load().acp_agents) == {"echo"}
+    # Checked as the whole set is; the two forms do not mix.
+    bad = operator.patch("/api/v1/config/", {"acp.agents.x": {"command": "sh"}})
+    assert bad.status_code == 400
+    assert (
+        "acp.agents.x.cwdRoot must be an absolute directory path" in bad.json()["error"]["message"]
+    )
+    both = operator.patch("/api/v1/config/", {"acp.agents": {}, "acp.agents.codex": codex})
+    assert both.json()["error"]["message"] == "acp.agents and acp.agents.<id> cannot be combined"
+    assert set(GatewayConfig.load().acp_agents) == {"echo"}
+
+
 def test_agent_keys_cannot_set_harnesses(agent_main, tmp_path):
     definition = {"command": "/bin/sh", "cwdRoot": str(tmp_path)}
     response = agent_main.patch("/api/v1/config/", {"acp.agents": {"x": definition}})
