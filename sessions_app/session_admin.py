@@ -28,7 +28,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from openclaw_common import keys
-from openclaw_common.errors import AccessDenied, InvalidArgument
+from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument
 
 from . import store
 from .identity import Requester
@@ -56,6 +56,23 @@ ARCHIVE_SELF_IN_BATCH = (
 )
 
 
+NOT_OWNER_TEXT = (
+    "The sessions tool is owner-only: this turn was not started by the owner "
+    "(an operator key, or a message its gateway marked senderIsOwner)."
+)
+SUBAGENT_TEXT = "The sessions tool is not available to sub-agents."
+
+
+def check_owner(requester: Requester) -> None:
+    """9.6 §2.3 "owner-gated": a model run may use the tool only on a turn whose input came
+    from the owner, never as a sub-agent (Forbidden: the model sees a forbidden result). API
+    principals (owner_turn None) are decided by their key: find_managed."""
+    if requester.owner_turn is not False:
+        return
+    depth = Session.objects.filter(key=requester.session_key).values_list("spawn_depth", flat=True)
+    raise Forbidden(SUBAGENT_TEXT if depth.first() else NOT_OWNER_TEXT)
+
+
 def not_visible_text(raw: str) -> str:
     return f"Session not visible from session tools: {raw}"
 
@@ -67,6 +84,7 @@ def find_managed(requester: Requester, raw: str) -> Session:
     agent key manages what its visibility lets it see (its own agent's sessions under
     tools.sessions.visibility; a sandboxed key only what it spawned). A miss is a 400 (9.6's
     resolver failures are), a hidden session a 403, checked first so existence is not told."""
+    check_owner(requester)
     session, canonical, by_key = find_session(requester, raw)
     if not requester.is_operator and (session is not None or by_key):
         from . import visibility

@@ -230,7 +230,7 @@ def test_archiving_the_current_session_during_its_run_is_scheduled(
     run = start_run(session=session, kind="send", message="go", chain=Chain(uuid.uuid4(), ()))
     result = TOOLS.call(
         "sessions",
-        requester=requester_for_session(session),
+        requester=requester_for_session(session, owner_turn=True),
         args={"action": "patch", "archived": True},
     )
     assert result == {
@@ -512,9 +512,10 @@ def test_sandboxed_keys_manage_only_what_they_spawned(sandboxed_main, dev, agent
 
 
 def test_sub_agents_are_not_offered_the_tool(agents):
-    from sessions_app.runs.tool_specs import SUBAGENT_DEFAULT_DENY
+    from sessions_app.runs.tool_specs import OWNER_ONLY, SUBAGENT_DEFAULT_DENY
 
-    assert "sessions" in SUBAGENT_DEFAULT_DENY
+    assert "sessions" in SUBAGENT_DEFAULT_DENY and "sessions" in OWNER_ONLY
+    # The rest, turn by turn: tests/sessions_app/test_sessions_tool_owner.py
 
 
 def test_ingest_keys_cannot_use_it(ingest, dev):
