@@ -23,12 +23,13 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from openclaw_common import keys
-from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument
+from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, SessionChanged
 
 from . import store
 from .identity import Requester
@@ -41,6 +42,9 @@ MAX_STATUS_NOTE = 120
 MAX_GROUP_NAME = 512
 MAX_TARGETS = 100
 MAX_ERROR_BYTES = 512
+# 9.6 §2.3: a patch result fits in 3,840 bytes (its JSON); what does not fit is left out.
+RESULT_BUDGET_BYTES = 3840
+BUDGET_WARNING = "Patch failed indexes separately for any omitted error details."
 # The archive reason of the row that keeps a reset session's old transcript (9.6 `*.reset.*`).
 RESET_REASON = "reset"
 
@@ -217,7 +221,7 @@ def patch(
     if lifecycle and not is_current and not expected_session_id:
         raise InvalidArgument(LIFECYCLE_TEXT)
     if expected_session_id and expected_session_id != session.session_id:
-        raise InvalidArgument(f"Session {display} changed before patch. Retry.")
+        raise SessionChanged(display, "patch")
     if changes.get("archived") is True:
         check_archivable(session, settings)
         if is_current and caller.in_run:
@@ -226,12 +230,21 @@ def patch(
     updated = _apply(session, changes)
     result: dict[str, Any] = {"status": "updated", "sessionKey": display, "updated": updated}
     if {"model", "thinkingLevel"} & set(updated):
-        result["resolved"] = {
+        resolved = {
             "modelProvider": session.model_provider,
             "model": session.model,
             "thinkingLevel": session.thinking_level,
         }
+        if json_bytes({**result, "resolved": resolved}) <= RESULT_BUDGET_BYTES:
+            result["resolved"] = resolved
+        else:
+            result["resolvedOmitted"] = {"reason": "response_budget_exceeded"}
     return result
+
+
+def json_bytes(value: Any) -> int:
+    """The size of `value` as compact JSON, as 9.6 measures a result against its budget."""
+    return len(orjson.dumps(value))
 
 
 def _apply(session: Session, changes: dict[str, Any]) -> list[str]:
@@ -333,7 +346,27 @@ def patch_targets(
             errors.append({"index": index, "message": message})
     failed = [e["index"] for e in errors]
     status = "updated" if not failed else ("partial" if succeeded else "error")
-    return {"status": status, "succeeded": succeeded, "failed": failed, "errors": errors}
+    result = {"status": status, "succeeded": succeeded, "failed": failed, "errors": errors}
+    return within_budget(result)
+
+
+def within_budget(result: dict[str, Any]) -> dict[str, Any]:
+    """A batch result cut to RESULT_BUDGET_BYTES: error details are dropped from the end (their
+    indexes stay in `failed`) and BUDGET_WARNING says so."""
+    if json_bytes(result) <= RESULT_BUDGET_BYTES:
+        return result
+    errors = result["errors"]
+    cut = {**result, "errors": [], "warning": BUDGET_WARNING}
+    room = RESULT_BUDGET_BYTES - json_bytes(cut)
+    kept = 0
+    for error in errors:
+        size = json_bytes(error) + 1  # its comma
+        if size > room:
+            break
+        room -= size
+        kept += 1
+    cut["errors"] = errors[:kept]
+    return cut
 
 
 def read_targets(targets: Any) -> list[tuple[str, str | None]]:
@@ -419,7 +452,7 @@ def reset(
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if expected_session_id and expected_session_id != locked.session_id:
-            raise InvalidArgument(f"Session {display} changed before reset. Retry.")
+            raise SessionChanged(display, "reset")
         if has_run_in_flight(locked):
             raise InvalidArgument(active_run_text(display, "reset"))
         old_id = locked.session_id
@@ -487,7 +520,7 @@ def delete(
     with transaction.atomic():
         locked = Session.objects.select_for_update().filter(pk=session.pk).first()
         if locked is None or (expected_session_id and expected_session_id != locked.session_id):
-            raise InvalidArgument(f"Session {display} changed before deletion. Retry.")
+            raise SessionChanged(display, "deletion")
         check_deletable(locked, settings)
         if archived_only and not locked.archived:
             raise InvalidArgument(
@@ -510,7 +543,7 @@ def archive_then_delete(
     if session.key == keys.main_session_key(session.agent_id, settings):
         raise InvalidArgument(f"Cannot delete the main session ({display}).")
     if expected_session_id != session.session_id:
-        raise InvalidArgument(f"Session {display} changed before deletion. Retry.")
+        raise SessionChanged(display, "deletion")
     check_archivable(session, settings)
     archive(session)
     return delete(session, expected_session_id=expected_session_id, settings=settings)

@@ -112,6 +112,8 @@ DECLARATION = Declaration(
             "succeeded": array(INTEGER),
             "failed": array(INTEGER),
             "errors": array(obj({"index": INTEGER, "message": STRING})),
+            "warning": STRING,
+            "resolvedOmitted": obj({"reason": STRING}),
             "sessionId": STRING,
             "previousSessionId": STRING,
             "previousKey": STRING,

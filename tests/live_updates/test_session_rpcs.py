@@ -56,10 +56,6 @@ async def test_patch_answers_the_entry(operator):
             "session key agent does not match agentId",
         ),
         ({"key": 5, "label": "x"}, "key must be a non-empty string"),
-        (
-            {"key": DEV, "label": "x", "expectedSessionId": "old"},
-            f"Session {DEV} changed before patch. Retry.",
-        ),
     ],
 )
 async def test_patch_refusals(operator, params, text):
@@ -67,6 +63,32 @@ async def test_patch_refusals(operator, params, text):
     async with connected(operator.token) as client:
         res = await client.request("sessions.patch", params)
     assert res["error"] == {"code": "invalid_request", "message": text}
+
+
+async def test_a_stale_expected_session_id_says_session_changed(operator):
+    """9.6 §2.4: `INVALID_REQUEST` with `details.reason: "session-changed"` (reset), and the same
+    details on patch and delete, with 9.6's texts."""
+    await db(make_dev)()
+    changed = {"reason": "session-changed"}
+    async with connected(operator.token) as client:
+        frames = [
+            await client.request(method, {"key": DEV, "expectedSessionId": "old", **extra})
+            for method, extra in (
+                ("sessions.reset", {"reason": "reset"}),
+                ("sessions.patch", {"label": "x"}),
+                ("sessions.delete", {}),
+            )
+        ]
+    assert [f["error"] for f in frames] == [
+        {
+            "code": "invalid_request",
+            "message": f"Session {DEV} changed before {action}. Retry.",
+            "details": changed,
+        }
+        for action in ("reset", "patch", "deletion")
+    ]
+    session = await db(fetch)(DEV)
+    assert session.label == "dev" and not session.archived and session.last_seq == 2
 
 
 async def test_patch_many(operator):
