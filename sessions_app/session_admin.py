@@ -31,7 +31,7 @@ from django.utils import timezone
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, SessionChanged
 
-from . import store
+from . import patch_fields, store
 from .identity import Requester
 from .models import Message, Run, Session, SessionGroup, new_session_id
 from .resolve import find_session, forbidden_text, not_found_text
@@ -110,7 +110,9 @@ def has_run_in_flight(session: Session) -> bool:
 
 
 def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
-    """The patch fields present in `raw`, checked; `Patch setting required` when there are none."""
+    """The patch fields present in `raw`, checked; `Patch setting required` when there are none.
+    The tool's fields, and sessions.patch's others (patch_fields.py) that a tool call cannot
+    carry (its declaration refuses unknown arguments)."""
     changes: dict[str, Any] = {}
     for name in PATCH_FIELDS:
         if name not in raw:
@@ -126,6 +128,9 @@ def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
             if len(value) > MAX_GROUP_NAME:
                 raise InvalidArgument("group too long")
         elif name == "ttlMinutes":
+            if value is None:  # sessions.patch: null clears
+                changes[name] = None
+                continue
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
@@ -140,6 +145,7 @@ def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
                 raise InvalidArgument(f"{name} must be a string")
             value = value.strip() if isinstance(value, str) else value
         changes[name] = value
+    changes.update(patch_fields.read(raw))  # sessions.patch's other fields (the RPC, REST)
     if not changes:
         raise InvalidArgument("Patch setting required")
     _check_values(changes)
@@ -212,8 +218,10 @@ def patch(
     caller: Caller,
     expected_session_id: str | None = None,
     settings: keys.KeySettings | None = None,
+    guards: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Apply `changes` (from read_patch) to `session`; the tool's result shape."""
+    """Apply `changes` (from read_patch) to `session`; the tool's result shape. `guards`:
+    sessions.patch's `expectedMarkedUnreadAt`, checked under the row lock."""
     settings = settings or keys.KeySettings()
     display = keys.display_key(session.key, settings)
     lifecycle = "archived" in changes
@@ -227,8 +235,11 @@ def patch(
         if is_current and caller.in_run:
             store_extra(session, archiveAfterRun=True)
             return {"status": "scheduled", "sessionKey": display, "message": SCHEDULED_TEXT}
-    updated = _apply(session, changes)
+    updated = _apply(session, changes, guards=guards or {}, display=display)
     result: dict[str, Any] = {"status": "updated", "sessionKey": display, "updated": updated}
+    ignored = [name for name in patch_fields.FIELDS if name in patch_fields.IGNORED & set(changes)]
+    if ignored:
+        result["ignored"] = ignored  # accepted for 9.6 clients; no meaning here (patch_fields)
     if {"model", "thinkingLevel"} & set(updated):
         resolved = {
             "modelProvider": session.model_provider,
@@ -247,10 +258,14 @@ def json_bytes(value: Any) -> int:
     return len(orjson.dumps(value))
 
 
-def _apply(session: Session, changes: dict[str, Any]) -> list[str]:
+def _apply(
+    session: Session, changes: dict[str, Any], *, guards: dict[str, Any], display: str
+) -> list[str]:
     """Write the changes under the row lock; archive/restore after, as their own steps."""
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
+        if "expectedMarkedUnreadAt" in guards:
+            patch_fields.check_marked_unread(locked, guards["expectedMarkedUnreadAt"], display)
         columns = _columns(locked, changes)
         if columns:
             store.save_changed(locked, columns)
@@ -263,7 +278,8 @@ def _apply(session: Session, changes: dict[str, Any]) -> list[str]:
     elif changes.get("archived") is False:
         locked.restore()
     session.refresh_from_db()
-    return [name for name in PATCH_FIELDS if name in changes]
+    stored = [name for name in patch_fields.FIELDS if name not in patch_fields.IGNORED]
+    return [name for name in (*PATCH_FIELDS, *stored) if name in changes]
 
 
 def _columns(session: Session, changes: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +300,8 @@ def _columns(session: Session, changes: dict[str, Any]) -> dict[str, Any]:
     if pinning is not None:
         columns["pinned_at"] = (session.pinned_at or timezone.now()) if pinning else None
     extra = _status_extra(session, changes, columns)
+    columns.update(patch_fields.columns(changes))
+    extra = patch_fields.apply(extra, changes)
     if extra != (session.extra or {}):
         columns["extra"] = extra
     return columns
@@ -312,8 +330,10 @@ def _status_extra(session: Session, changes: dict[str, Any], columns: dict[str, 
             extra.pop("attention", None)
         else:
             extra["attention"] = attention
-    if "ttlMinutes" in changes:
+    if changes.get("ttlMinutes") is not None:
         extra["statusTtlMinutes"] = changes["ttlMinutes"]
+    elif "ttlMinutes" in changes:
+        extra.pop("statusTtlMinutes", None)
     return extra
 
 

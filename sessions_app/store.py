@@ -103,6 +103,15 @@ PASSTHROUGH_FIELDS = frozenset(
         "execAsk",
         "execNode",
         "sendPolicyReason",
+        # sessions.patch preferences kept under their 9.6 names (patch_fields.py)
+        "autoLabel",
+        "boardFace",
+        "boardPresentation",
+        "unread",
+        "markedUnreadAt",
+        "contextWindow",
+        "traceLevel",
+        "toolOverrides",
     }
 )
 SPECIAL_FIELDS = frozenset(
