@@ -548,6 +548,14 @@ def test_sandboxed_keys_manage_only_what_they_spawned(sandboxed_main, dev, agent
     )
 
 
+def test_the_tool_declares_every_96_patch_field():
+    from sessions_app.tools.sessions import DECLARATION
+
+    fields_96 = {"label", "icon", "color", "group", "statusNote", "attention", "ttlMinutes"}
+    fields_96 |= {"pinned", "archived", "model", "thinkingLevel"}  # 9.6 §2.3
+    assert fields_96 <= set(DECLARATION.parameters()["properties"])
+
+
 def test_sub_agents_are_not_offered_the_tool(agents):
     from sessions_app.runs.tool_specs import OWNER_ONLY, SUBAGENT_DEFAULT_DENY
 
