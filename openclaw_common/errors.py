@@ -11,6 +11,8 @@
 class ToolError(Exception):
     http_status = 400
     error_type = "invalid_request"
+    # Machine-readable detail a protocol may pass on (the /ws/ error frame's `details`).
+    details: dict | None = None
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -19,6 +21,16 @@ class ToolError(Exception):
 
 class InvalidArgument(ToolError):
     pass
+
+
+class SessionChanged(InvalidArgument):
+    """An `expectedSessionId` guard failed: the session was replaced (reset, deleted and
+    recreated) since the caller read it. 9.6 sends `details.reason: "session-changed"`."""
+
+    details = {"reason": "session-changed"}
+
+    def __init__(self, display_key: str, action: str):
+        super().__init__(f"Session {display_key} changed before {action}. Retry.")
 
 
 class Refusal(ToolError):

@@ -20,8 +20,23 @@ from .models import GatewayConfig
 
 TIERS = (
     ("archive_age", "Archived: idle longer than pruneAfter (age-retention)"),
+    (
+        "archive_dashboard",
+        "Archived: idle dashboard sessions (archiveDashboardAfter; this service has no "
+        "dashboard sessions, so never any)",
+    ),
     ("archive_cap", "Archived: beyond maxEntries for their agent (active-session-cap)"),
+    (
+        "keep_recent",
+        "Kept: interactive sessions active within preserveRecent that the age or maxEntries "
+        "rule would otherwise archive",
+    ),
     ("delete_archived", "Deleted: reset/deleted archives older than resetArchiveRetention"),
+    (
+        "delete_disk",
+        "Deleted: over maxDiskBytes, down to highWaterBytes (the oldest reset archives, then "
+        "the oldest active-session-cap archives)",
+    ),
     ("cold", "Moved to cold storage: transcripts idle longer than coldStorage.afterDays"),
 )
 
@@ -82,4 +97,11 @@ def _preview(policy_setting: dict) -> dict:
         }
         for name, title in TIERS
     ]
-    return {"mode": policy.mode, "tiers": tiers, "before": plan.unarchived_before}
+    disk = [{"agent": agent, **usage} for agent, usage in plan.disk.items()]
+    return {
+        "mode": policy.mode,
+        "tiers": tiers,
+        "before": plan.unarchived_before,
+        "disk": disk,
+        "max_disk_bytes": policy.max_disk_bytes,
+    }

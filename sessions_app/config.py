@@ -259,9 +259,12 @@ SETTINGS: tuple[Setting, ...] = (
         cleaner=_maintenance,
         shape={"type": "object"},
         help='Retention (9.6 §6.1): {mode?: "warn"|"enforce", pruneAfter?: "30d"|false, '
-        'maxEntries?: 5000 (0: no cap), resetArchiveRetention?: "keep"|"90d", '
-        "coldStorage?: {enabled, afterDays}}. Omitted keys take 9.6's defaults. The admin's "
-        "retention preview shows what a policy would do before it is saved.",
+        'archiveDashboardAfter?: "7d"|false (no dashboard sessions here: no effect), '
+        'maxEntries?: 5000 (0: no cap), preserveRecent?: false|"7d", '
+        'resetArchiveRetention?: "keep"|"90d", maxDiskBytes?: "10gb"|false, '
+        'highWaterBytes?: 0 (80% of maxDiskBytes)|"8gb", coldStorage?: {enabled, afterDays}}. '
+        "Omitted keys take 9.6's defaults. The admin's retention preview shows what a policy "
+        "would do before it is saved.",
     ),
 )
 BY_PATH = {s.path: s for s in SETTINGS}

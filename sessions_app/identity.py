@@ -45,6 +45,9 @@ class Requester:
     # An agent key's default session; a connection that becomes sandboxed while acting as
     # another session is closed (live/hub.py), as requester_for would now refuse it.
     home_key: str = ""
+    # Set for a model run's own tool calls: whether the turn's input came from the gateway's
+    # owner (runs/engine.owner_turn). None for an API principal, whose key's scope decides.
+    owner_turn: bool | None = None
 
     @property
     def key_settings(self) -> keys.KeySettings:
@@ -169,14 +172,18 @@ def spawned_under(key: str, ancestor: str) -> bool:
     return False
 
 
-def requester_for_session(session, *, config: GatewayConfig | None = None) -> Requester:
-    """The Requester of an agent acting as its own session (tool calls made during a run)."""
+def requester_for_session(
+    session, *, config: GatewayConfig | None = None, owner_turn: bool = False
+) -> Requester:
+    """The Requester of an agent acting as its own session (tool calls made during a run);
+    `owner_turn`: the run's input came from the gateway's owner."""
     return Requester(
         session_key=session.key,
         agent_id=session.agent_id,
         sandboxed=bool(session.agent.sandboxed),
         scope=ApiKey.AGENT,
         config=config or GatewayConfig.load(),
+        owner_turn=owner_turn,
     )
 
 

@@ -656,6 +656,10 @@ class Run(models.Model):
     task_run = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="task_turns"
     )
+    # The turn's input came from the gateway's owner (9.6's senderIsOwner): an operator key's
+    # send, or an ingested message its gateway marked senderIsOwner. Only such turns of a
+    # top-level session are offered the owner-gated `sessions` tool (runs/tool_specs.py).
+    sender_is_owner = models.BooleanField(default=False)
 
     objects = RunQuerySet.as_manager()
 

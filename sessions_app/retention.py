@@ -8,13 +8,24 @@ the admin.
 - `maxEntries`: a cap on unarchived sessions per agent (9.6 keeps a store per agent); the oldest
   unprotected are archived (`active-session-cap`).
 - `resetArchiveRetention`: sessions archived as `reset`/`deleted` longer ago than this are
-  deleted ("keep": never).
+  deleted ("keep": never). A reset keeps the old transcript as such an archive
+  (session_admin.reset); a delete keeps none.
+- `maxDiskBytes` / `highWaterBytes`: an agent whose transcripts take more than maxDiskBytes
+  loses its oldest reset archives, then its oldest `active-session-cap` archives, until it is at
+  highWaterBytes (disk_budget.py says what is measured, and why not the files).
+- `preserveRecent`: interactive sessions (not cron, hook, node, sub-agent or ACP ones) active
+  within this window are kept from the age, count and disk tiers; the dry run lists them
+  (`keep`).
+- `archiveDashboardAfter`: 9.6 archives idle sessions its dashboard shows (`stale-dashboard`).
+  This service has no dashboard that opens sessions (the transcript browser only reads), so no
+  session is one: the setting is accepted and checked for 9.6 configs, and archives nothing.
 - `coldStorage`: transcripts idle more than `afterDays` leave the database for compressed JSONL
   files (cold_storage.py); it runs in `warn` mode too, as in 9.6.
 - `mode: "warn"` only reports.
 
 Protected from all of it: pinned sessions, sessions with a queued or running run, and group
-sessions (9.6's durable external pointers).
+sessions (9.6's durable external pointers); and, from the age, count and disk tiers, the
+interactive sessions `preserveRecent` keeps.
 
 Every write is a batch of at most BATCH ids in its own short transaction (a cold transcript is
 one transaction of its own), so writers wait for one batch at most, never for the sweep.
@@ -39,7 +50,7 @@ from django.utils import timezone
 from openclaw_common.errors import InvalidArgument
 from openclaw_common.taskqueue import keep_schedule
 
-from . import session_admin
+from . import disk_budget, session_admin
 from .models import GatewayConfig, Run, Session
 
 SETTING = "session.maintenance"
@@ -57,8 +68,12 @@ PREVIEW_ROWS = 50
 DEFAULTS: dict[str, Any] = {
     "mode": "enforce",
     "pruneAfter": "30d",
+    "archiveDashboardAfter": "7d",
     "maxEntries": 5000,
+    "preserveRecent": False,
     "resetArchiveRetention": "keep",
+    "maxDiskBytes": "10gb",
+    "highWaterBytes": 0,  # 9.6: zero falls back to the default, 80% of maxDiskBytes
     "coldStorage": {"enabled": False, "afterDays": 30},
 }
 MAX_ENTRIES_LIMIT = 10_000_000
@@ -67,6 +82,9 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 60480
 # Archive reasons (9.6 archiveReason); RESET_ARCHIVES are those resetArchiveRetention deletes.
 MANUAL, AGE, CAP = "manual", "age-retention", "active-session-cap"
 RESET_ARCHIVES = ("reset", "deleted")
+# Not interactive (9.6's disposable automation rows): preserveRecent does not keep these.
+AUTOMATION_KINDS = ("cron", "hook", "node")
+AUTOMATION_KEY_PARTS = (":subagent:", ":acp:", ":heartbeat")
 
 
 # --- the policy ------------------------------------------------------------------------------
@@ -94,6 +112,25 @@ def _duration_or_off(name: str, value: Any, *, off: tuple = (False, 0, "0")) -> 
     )
 
 
+def _size(name: str, value: Any, *, allow_off: bool) -> int | str | bool:
+    if allow_off and value in (False, 0, "0") and value is not True:
+        return False
+    try:
+        if disk_budget.parse_size(value) > 0 or not allow_off:
+            return value.strip().lower() if isinstance(value, str) else value
+    except ValueError:
+        pass
+    if allow_off:
+        raise InvalidArgument(
+            f'{SETTING}.{name} must be a size such as "10gb" or "500mb", a number of bytes, '
+            "or false"
+        )
+    raise InvalidArgument(
+        f'{SETTING}.{name} must be a size such as "8gb" or a non-negative number of bytes '
+        "(0: 80% of maxDiskBytes)"
+    )
+
+
 def clean_policy(value: Any) -> dict[str, Any]:
     """The policy as stored: the given keys checked (unknown ones are a 400), defaults omitted
     keys take from DEFAULTS when read (load_policy)."""
@@ -109,6 +146,20 @@ def clean_policy(value: Any) -> dict[str, Any]:
         cleaned["mode"] = value["mode"]
     if "pruneAfter" in value:
         cleaned["pruneAfter"] = _duration_or_off("pruneAfter", value["pruneAfter"])
+    if "archiveDashboardAfter" in value:
+        cleaned["archiveDashboardAfter"] = _duration_or_off(
+            "archiveDashboardAfter", value["archiveDashboardAfter"]
+        )
+    if "preserveRecent" in value:
+        cleaned["preserveRecent"] = _duration_or_off(
+            "preserveRecent", value["preserveRecent"], off=(False, 0, "0", "off")
+        )
+    if "maxDiskBytes" in value:
+        cleaned["maxDiskBytes"] = _size("maxDiskBytes", value["maxDiskBytes"], allow_off=True)
+    if "highWaterBytes" in value:
+        cleaned["highWaterBytes"] = _size(
+            "highWaterBytes", value["highWaterBytes"], allow_off=False
+        )
     if "maxEntries" in value:
         cap = value["maxEntries"]
         if isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= MAX_ENTRIES_LIMIT:
@@ -157,11 +208,17 @@ class Policy:
     reset_archive_retention: timedelta | None = None  # None: keep
     cold_enabled: bool = False
     cold_after: timedelta = timedelta(days=30)
+    archive_dashboard_after: timedelta | None = timedelta(days=7)  # no effect here (above)
+    preserve_recent: timedelta | None = None
+    max_disk_bytes: int | None = 10 * disk_budget.KIB**3  # None: no disk budget
+    high_water_bytes: int | None = None  # None: 80% of max_disk_bytes
 
     @classmethod
     def from_setting(cls, stored: dict[str, Any]) -> Policy:
         values = {**DEFAULTS, **clean_policy(stored or {})}
         prune, keep = values["pruneAfter"], values["resetArchiveRetention"]
+        dashboard, recent = values["archiveDashboardAfter"], values["preserveRecent"]
+        disk, high = values["maxDiskBytes"], values["highWaterBytes"]
         return cls(
             mode=values["mode"],
             prune_after=parse_duration(prune) if prune else None,
@@ -169,6 +226,10 @@ class Policy:
             reset_archive_retention=None if keep == "keep" else parse_duration(keep),
             cold_enabled=values["coldStorage"]["enabled"],
             cold_after=timedelta(days=values["coldStorage"]["afterDays"]),
+            archive_dashboard_after=parse_duration(dashboard) if dashboard else None,
+            preserve_recent=parse_duration(recent) if recent else None,
+            max_disk_bytes=disk_budget.parse_size(disk) if disk else None,
+            high_water_bytes=disk_budget.parse_size(high) or None,
         )
 
 
@@ -189,11 +250,25 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def unprotected(queryset: QuerySet[Session] | None = None) -> QuerySet[Session]:
-    """Sessions retention may touch: not pinned, no run queued or running, not a group."""
+def unprotected(
+    queryset: QuerySet[Session] | None = None, *, recent_since: datetime | None = None
+) -> QuerySet[Session]:
+    """Sessions retention may touch: not pinned, no run queued or running, not a group; and,
+    with `recent_since` (preserveRecent), no interactive session active since then."""
     busy = Run.objects.in_flight().filter(session=OuterRef("pk"))
     qs = Session.objects.all() if queryset is None else queryset
-    return qs.filter(pinned_at__isnull=True).exclude(kind="group").exclude(Exists(busy))
+    qs = qs.filter(pinned_at__isnull=True).exclude(kind="group").exclude(Exists(busy))
+    if recent_since is not None:
+        qs = qs.exclude(interactive() & Q(updated_at__gte=_ms(recent_since)))
+    return qs
+
+
+def interactive() -> Q:
+    """Sessions people talk in: top level, and not cron, hook, node, sub-agent or ACP rows."""
+    q = Q(spawn_depth=0) & ~Q(kind__in=AUTOMATION_KINDS)
+    for part in AUTOMATION_KEY_PARTS:
+        q &= ~Q(key__contains=part)
+    return q
 
 
 @dataclass
@@ -202,16 +277,27 @@ class Plan:
 
     mode: str
     archive_age: list[int] = field(default_factory=list)
+    # archiveDashboardAfter: always empty here (no dashboard sessions; module docstring).
+    archive_dashboard: list[int] = field(default_factory=list)
     archive_cap: list[int] = field(default_factory=list)
+    # Interactive sessions the age or count tier would have archived but preserveRecent keeps.
+    keep_recent: list[int] = field(default_factory=list)
     delete_archived: list[int] = field(default_factory=list)
+    # Over maxDiskBytes: the reset and active-session-cap archives deleted, per agent measured
+    # {bytes, afterBytes} (disk_budget.victims).
+    delete_disk: list[int] = field(default_factory=list)
+    disk: dict[str, dict[str, int]] = field(default_factory=dict)
     cold: list[int] = field(default_factory=list)
     unarchived_before: int = 0
 
     def counts(self) -> dict[str, int]:
         return {
             "archiveAge": len(self.archive_age),
+            "archiveDashboard": len(self.archive_dashboard),
             "archiveCap": len(self.archive_cap),
+            "keepRecent": len(self.keep_recent),
             "deleteArchived": len(self.delete_archived),
+            "deleteDisk": len(self.delete_disk),
             "cold": len(self.cold),
         }
 
@@ -222,23 +308,38 @@ def plan(policy: Policy, *, now: datetime | None = None) -> Plan:
     result = Plan(mode=policy.mode)
     active = Session.objects.active()
     result.unarchived_before = active.count()
+    recent = now - policy.preserve_recent if policy.preserve_recent else None
     if policy.prune_after is not None:
-        stale = unprotected(active).filter(updated_at__lt=_ms(now - policy.prune_after))
-        result.archive_age = list(stale.order_by("updated_at", "id").values_list("pk", flat=True))
+        stale = active.filter(updated_at__lt=_ms(now - policy.prune_after))
+        result.archive_age = _oldest(unprotected(stale, recent_since=recent))
+        if recent is not None:
+            result.keep_recent = _oldest(unprotected(stale).exclude(pk__in=result.archive_age))
     if policy.max_entries:
-        result.archive_cap = _over_cap(policy.max_entries, set(result.archive_age))
+        result.archive_cap = _over_cap(policy.max_entries, set(result.archive_age), recent)
+        if recent is not None:
+            # What the cap would take with nothing preserved, that it does not take now.
+            unpreserved = _over_cap(policy.max_entries, set(result.archive_age), None)
+            taken = set(result.archive_cap)
+            kept = {*result.keep_recent, *(pk for pk in unpreserved if pk not in taken)}
+            result.keep_recent = _oldest(active.filter(pk__in=kept))
     if policy.reset_archive_retention is not None:
         old = Session.objects.filter(
             archive_reason__in=RESET_ARCHIVES,
             archived_at__lt=now - policy.reset_archive_retention,
         )
         result.delete_archived = list(unprotected(old).values_list("pk", flat=True))
+    if policy.max_disk_bytes:
+        result.delete_disk, result.disk = _disk_tier(policy, result.delete_archived, recent)
     if policy.cold_enabled:
         result.cold = cold_candidates(now - policy.cold_after)
     return result
 
 
-def _over_cap(cap: int, leaving: set[int]) -> list[int]:
+def _oldest(queryset: QuerySet[Session]) -> list[int]:
+    return list(queryset.order_by("updated_at", "id").values_list("pk", flat=True))
+
+
+def _over_cap(cap: int, leaving: set[int], recent: datetime | None) -> list[int]:
     """Per agent, the oldest unprotected unarchived sessions beyond `cap` (after the age tier)."""
     over: list[int] = []
     per_agent = Session.objects.active().values_list("agent_id").order_by()
@@ -247,9 +348,29 @@ def _over_cap(cap: int, leaving: set[int]) -> list[int]:
         excess = rows.count() - len(leaving & set(rows.values_list("pk", flat=True))) - cap
         if excess <= 0:
             continue
-        oldest = unprotected(rows).exclude(pk__in=leaving).order_by("updated_at", "id")
-        over.extend(oldest.values_list("pk", flat=True)[:excess])
+        oldest = unprotected(rows, recent_since=recent).exclude(pk__in=leaving)
+        over.extend(oldest.order_by("updated_at", "id").values_list("pk", flat=True)[:excess])
     return over
+
+
+def _disk_tier(
+    policy: Policy, leaving: list[int], recent: datetime | None
+) -> tuple[list[int], dict[str, dict[str, int]]]:
+    """9.6's disk tiers that apply here: the oldest reset/deleted archives, then the oldest
+    active-session-cap archives, per agent over maxDiskBytes, down to highWaterBytes."""
+    assert policy.max_disk_bytes
+    archived = unprotected(Session.objects.archived(), recent_since=recent).exclude(pk__in=leaving)
+    candidates: list[tuple[int, str]] = []
+    for reasons in (RESET_ARCHIVES, (CAP,)):
+        tier = archived.filter(archive_reason__in=reasons).order_by("archived_at", "id")
+        candidates.extend(tier.values_list("pk", "agent_id"))
+    going = Session.objects.filter(pk__in=leaving).values_list("pk", "agent_id")
+    return disk_budget.victims(
+        max_bytes=policy.max_disk_bytes,
+        high_water=policy.high_water_bytes,
+        candidates=candidates,
+        leaving=list(going),
+    )
 
 
 def cold_candidates(idle_before: datetime, *, limit: int | None = None) -> list[int]:
@@ -299,10 +420,13 @@ def sweep(
         "deleted": 0,
         "movedCold": 0,
     }
+    if result.disk:
+        report["disk"] = result.disk
     if not dry_run and policy.mode == "enforce":
         report["archived"] += archive_many(result.archive_age, AGE, progress=progress)
         report["archived"] += archive_many(result.archive_cap, CAP, progress=progress)
         report["deleted"] = delete_many(result.delete_archived, progress=progress)
+        report["deleted"] += delete_many(result.delete_disk, progress=progress)
     if not dry_run and result.cold:
         from . import cold_storage
 

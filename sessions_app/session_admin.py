@@ -23,14 +23,15 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from openclaw_common import keys
-from openclaw_common.errors import AccessDenied, InvalidArgument
+from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, SessionChanged
 
-from . import store
+from . import patch_fields, store
 from .identity import Requester
 from .models import Message, Run, Session, SessionGroup, new_session_id
 from .resolve import find_session, forbidden_text, not_found_text
@@ -41,6 +42,9 @@ MAX_STATUS_NOTE = 120
 MAX_GROUP_NAME = 512
 MAX_TARGETS = 100
 MAX_ERROR_BYTES = 512
+# 9.6 §2.3: a patch result fits in 3,840 bytes (its JSON); what does not fit is left out.
+RESULT_BUDGET_BYTES = 3840
+BUDGET_WARNING = "Patch failed indexes separately for any omitted error details."
 # The archive reason of the row that keeps a reset session's old transcript (9.6 `*.reset.*`).
 RESET_REASON = "reset"
 
@@ -56,6 +60,23 @@ ARCHIVE_SELF_IN_BATCH = (
 )
 
 
+NOT_OWNER_TEXT = (
+    "The sessions tool is owner-only: this turn was not started by the owner "
+    "(an operator key, or a message its gateway marked senderIsOwner)."
+)
+SUBAGENT_TEXT = "The sessions tool is not available to sub-agents."
+
+
+def check_owner(requester: Requester) -> None:
+    """9.6 §2.3 "owner-gated": a model run may use the tool only on a turn whose input came
+    from the owner, never as a sub-agent (Forbidden: the model sees a forbidden result). API
+    principals (owner_turn None) are decided by their key: find_managed."""
+    if requester.owner_turn is not False:
+        return
+    depth = Session.objects.filter(key=requester.session_key).values_list("spawn_depth", flat=True)
+    raise Forbidden(SUBAGENT_TEXT if depth.first() else NOT_OWNER_TEXT)
+
+
 def not_visible_text(raw: str) -> str:
     return f"Session not visible from session tools: {raw}"
 
@@ -67,6 +88,7 @@ def find_managed(requester: Requester, raw: str) -> Session:
     agent key manages what its visibility lets it see (its own agent's sessions under
     tools.sessions.visibility; a sandboxed key only what it spawned). A miss is a 400 (9.6's
     resolver failures are), a hidden session a 403, checked first so existence is not told."""
+    check_owner(requester)
     session, canonical, by_key = find_session(requester, raw)
     if not requester.is_operator and (session is not None or by_key):
         from . import visibility
@@ -88,7 +110,9 @@ def has_run_in_flight(session: Session) -> bool:
 
 
 def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
-    """The patch fields present in `raw`, checked; `Patch setting required` when there are none."""
+    """The patch fields present in `raw`, checked; `Patch setting required` when there are none.
+    The tool's fields, and sessions.patch's others (patch_fields.py) that a tool call cannot
+    carry (its declaration refuses unknown arguments)."""
     changes: dict[str, Any] = {}
     for name in PATCH_FIELDS:
         if name not in raw:
@@ -104,6 +128,9 @@ def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
             if len(value) > MAX_GROUP_NAME:
                 raise InvalidArgument("group too long")
         elif name == "ttlMinutes":
+            if value is None:  # sessions.patch: null clears
+                changes[name] = None
+                continue
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
@@ -118,6 +145,7 @@ def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
                 raise InvalidArgument(f"{name} must be a string")
             value = value.strip() if isinstance(value, str) else value
         changes[name] = value
+    changes.update(patch_fields.read(raw))  # sessions.patch's other fields (the RPC, REST)
     if not changes:
         raise InvalidArgument("Patch setting required")
     _check_values(changes)
@@ -190,8 +218,10 @@ def patch(
     caller: Caller,
     expected_session_id: str | None = None,
     settings: keys.KeySettings | None = None,
+    guards: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Apply `changes` (from read_patch) to `session`; the tool's result shape."""
+    """Apply `changes` (from read_patch) to `session`; the tool's result shape. `guards`:
+    sessions.patch's `expectedMarkedUnreadAt`, checked under the row lock."""
     settings = settings or keys.KeySettings()
     display = keys.display_key(session.key, settings)
     lifecycle = "archived" in changes
@@ -199,27 +229,43 @@ def patch(
     if lifecycle and not is_current and not expected_session_id:
         raise InvalidArgument(LIFECYCLE_TEXT)
     if expected_session_id and expected_session_id != session.session_id:
-        raise InvalidArgument(f"Session {display} changed before patch. Retry.")
+        raise SessionChanged(display, "patch")
     if changes.get("archived") is True:
         check_archivable(session, settings)
         if is_current and caller.in_run:
             store_extra(session, archiveAfterRun=True)
             return {"status": "scheduled", "sessionKey": display, "message": SCHEDULED_TEXT}
-    updated = _apply(session, changes)
+    updated = _apply(session, changes, guards=guards or {}, display=display)
     result: dict[str, Any] = {"status": "updated", "sessionKey": display, "updated": updated}
+    ignored = [name for name in patch_fields.FIELDS if name in patch_fields.IGNORED & set(changes)]
+    if ignored:
+        result["ignored"] = ignored  # accepted for 9.6 clients; no meaning here (patch_fields)
     if {"model", "thinkingLevel"} & set(updated):
-        result["resolved"] = {
+        resolved = {
             "modelProvider": session.model_provider,
             "model": session.model,
             "thinkingLevel": session.thinking_level,
         }
+        if json_bytes({**result, "resolved": resolved}) <= RESULT_BUDGET_BYTES:
+            result["resolved"] = resolved
+        else:
+            result["resolvedOmitted"] = {"reason": "response_budget_exceeded"}
     return result
 
 
-def _apply(session: Session, changes: dict[str, Any]) -> list[str]:
+def json_bytes(value: Any) -> int:
+    """The size of `value` as compact JSON, as 9.6 measures a result against its budget."""
+    return len(orjson.dumps(value))
+
+
+def _apply(
+    session: Session, changes: dict[str, Any], *, guards: dict[str, Any], display: str
+) -> list[str]:
     """Write the changes under the row lock; archive/restore after, as their own steps."""
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
+        if "expectedMarkedUnreadAt" in guards:
+            patch_fields.check_marked_unread(locked, guards["expectedMarkedUnreadAt"], display)
         columns = _columns(locked, changes)
         if columns:
             store.save_changed(locked, columns)
@@ -232,7 +278,8 @@ def _apply(session: Session, changes: dict[str, Any]) -> list[str]:
     elif changes.get("archived") is False:
         locked.restore()
     session.refresh_from_db()
-    return [name for name in PATCH_FIELDS if name in changes]
+    stored = [name for name in patch_fields.FIELDS if name not in patch_fields.IGNORED]
+    return [name for name in (*PATCH_FIELDS, *stored) if name in changes]
 
 
 def _columns(session: Session, changes: dict[str, Any]) -> dict[str, Any]:
@@ -253,6 +300,8 @@ def _columns(session: Session, changes: dict[str, Any]) -> dict[str, Any]:
     if pinning is not None:
         columns["pinned_at"] = (session.pinned_at or timezone.now()) if pinning else None
     extra = _status_extra(session, changes, columns)
+    columns.update(patch_fields.columns(changes))
+    extra = patch_fields.apply(extra, changes)
     if extra != (session.extra or {}):
         columns["extra"] = extra
     return columns
@@ -281,8 +330,10 @@ def _status_extra(session: Session, changes: dict[str, Any], columns: dict[str, 
             extra.pop("attention", None)
         else:
             extra["attention"] = attention
-    if "ttlMinutes" in changes:
+    if changes.get("ttlMinutes") is not None:
         extra["statusTtlMinutes"] = changes["ttlMinutes"]
+    elif "ttlMinutes" in changes:
+        extra.pop("statusTtlMinutes", None)
     return extra
 
 
@@ -315,7 +366,27 @@ def patch_targets(
             errors.append({"index": index, "message": message})
     failed = [e["index"] for e in errors]
     status = "updated" if not failed else ("partial" if succeeded else "error")
-    return {"status": status, "succeeded": succeeded, "failed": failed, "errors": errors}
+    result = {"status": status, "succeeded": succeeded, "failed": failed, "errors": errors}
+    return within_budget(result)
+
+
+def within_budget(result: dict[str, Any]) -> dict[str, Any]:
+    """A batch result cut to RESULT_BUDGET_BYTES: error details are dropped from the end (their
+    indexes stay in `failed`) and BUDGET_WARNING says so."""
+    if json_bytes(result) <= RESULT_BUDGET_BYTES:
+        return result
+    errors = result["errors"]
+    cut = {**result, "errors": [], "warning": BUDGET_WARNING}
+    room = RESULT_BUDGET_BYTES - json_bytes(cut)
+    kept = 0
+    for error in errors:
+        size = json_bytes(error) + 1  # its comma
+        if size > room:
+            break
+        room -= size
+        kept += 1
+    cut["errors"] = errors[:kept]
+    return cut
 
 
 def read_targets(targets: Any) -> list[tuple[str, str | None]]:
@@ -401,7 +472,7 @@ def reset(
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if expected_session_id and expected_session_id != locked.session_id:
-            raise InvalidArgument(f"Session {display} changed before reset. Retry.")
+            raise SessionChanged(display, "reset")
         if has_run_in_flight(locked):
             raise InvalidArgument(active_run_text(display, "reset"))
         old_id = locked.session_id
@@ -469,7 +540,7 @@ def delete(
     with transaction.atomic():
         locked = Session.objects.select_for_update().filter(pk=session.pk).first()
         if locked is None or (expected_session_id and expected_session_id != locked.session_id):
-            raise InvalidArgument(f"Session {display} changed before deletion. Retry.")
+            raise SessionChanged(display, "deletion")
         check_deletable(locked, settings)
         if archived_only and not locked.archived:
             raise InvalidArgument(
@@ -492,7 +563,7 @@ def archive_then_delete(
     if session.key == keys.main_session_key(session.agent_id, settings):
         raise InvalidArgument(f"Cannot delete the main session ({display}).")
     if expected_session_id != session.session_id:
-        raise InvalidArgument(f"Session {display} changed before deletion. Retry.")
+        raise SessionChanged(display, "deletion")
     check_archivable(session, settings)
     archive(session)
     return delete(session, expected_session_id=expected_session_id, settings=settings)

@@ -103,6 +103,15 @@ PASSTHROUGH_FIELDS = frozenset(
         "execAsk",
         "execNode",
         "sendPolicyReason",
+        # sessions.patch preferences kept under their 9.6 names (patch_fields.py)
+        "autoLabel",
+        "boardFace",
+        "boardPresentation",
+        "unread",
+        "markedUnreadAt",
+        "contextWindow",
+        "traceLevel",
+        "toolOverrides",
     }
 )
 SPECIAL_FIELDS = frozenset(
@@ -711,9 +720,28 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
             kind="ingest",
             message=None,
             chain=Chain(uuid.uuid4(), (session.agent_id,)),
+            sender_is_owner=sent_by_owner(api_key, messages),
         )
     result["run"] = {"status": "accepted", "runId": str(started.pk)}
     return result
+
+
+def sent_by_owner(api_key: ApiKey, messages: list[Message]) -> bool:
+    """Whether the turn an ingested batch starts is the owner's (9.6's senderIsOwner, which
+    gates the `sessions` tool): its last person's message is marked `senderIsOwner: true` by
+    the gateway that forwarded it, or, unmarked, was sent with an operator key (whose holder
+    is the owner). `senderIsOwner: false` is never the owner, whatever the key."""
+    human = [
+        m
+        for m in messages
+        if m.role == "user" and (m.provenance or {}).get("kind") != "inter_session"
+    ]
+    if not human:
+        return False
+    marked = human[-1].extra.get("senderIsOwner")
+    if marked is not None:
+        return marked is True
+    return api_key.scope == ApiKey.OPERATOR
 
 
 def record_human_message(session: Session, messages: list[Message]) -> None:

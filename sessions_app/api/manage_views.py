@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from openclaw_common.errors import InvalidArgument
 
-from .. import session_admin
+from .. import patch_fields, session_admin
 from ..args import Args
 from .drf import json_body, no_query_args, query_args
 from .schema import (
@@ -29,7 +29,15 @@ from .schema import (
 
 # Nobody is "current" on REST: archiving always names the expected sessionId.
 REST_CALLER = session_admin.Caller(current_key="")
-PATCH_BODY_NAMES = frozenset({*session_admin.PATCH_FIELDS, "expectedSessionId"})
+PATCH_BODY_NAMES = frozenset(
+    {
+        *session_admin.PATCH_FIELDS,
+        *patch_fields.FIELDS,
+        "expectedSessionId",
+        "expectedMarkedUnreadAt",
+        "expectedLifecycleRevision",
+    }
+)
 
 
 def requester_of(request):
@@ -46,13 +54,17 @@ def optional_string(body: dict, name: str) -> str | None:
 
 
 def manage_patch(request, key: str, body: dict) -> Response:
-    """PATCH with the sessions tool's fields: the tool's patch, the tool's result."""
+    """PATCH with the sessions tool's fields (and sessions.patch's others, patch_fields.py):
+    the tool's patch, the tool's result."""
+    patch_fields.refuse_retired(body)
     unknown = sorted(k for k in body if k not in PATCH_BODY_NAMES)
     if unknown:
         raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
     requester = requester_of(request)
     session = session_admin.find_managed(requester, key)
     changes = session_admin.read_patch(body)
+    patch_fields.check_privileged(requester, changes)
+    guards = {k: body[k] for k in ("expectedMarkedUnreadAt",) if k in body}
     return Response(
         session_admin.patch(
             session,
@@ -60,6 +72,7 @@ def manage_patch(request, key: str, body: dict) -> Response:
             caller=REST_CALLER,
             expected_session_id=optional_string(body, "expectedSessionId"),
             settings=requester.key_settings,
+            guards=guards,
         )
     )
 

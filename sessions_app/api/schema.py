@@ -386,17 +386,51 @@ SESSION_PATCH = {
 # The sessions tool's operations over REST (api/manage_views.py).
 SESSION_MANAGE_PATCH = {
     "type": "object",
-    "description": "The sessions tool's patch fields (9.6 §2.3); not combinable with "
-    "displayName, verboseLevel or reasoningLevel.",
+    "description": "The sessions tool's patch fields (9.6 §2.3) and sessions.patch's others "
+    "(§2.4; null clears; docs/sessions-admin.md says where each goes: elevatedLevel, execHost, "
+    "execNode, permissionMode, sandboxMode and agentRuntime are accepted and not stored; "
+    "toolOverrides and those are operator-key only); not combinable with displayName.",
     "properties": {
         **{name: {"type": "string"} for name in ("label", "icon", "color", "statusNote")},
         **{name: {"type": "string"} for name in ("model", "thinkingLevel", "attention")},
         "group": {"type": ["string", "null"]},
-        "ttlMinutes": {"type": "integer", "minimum": 1, "maximum": 120},
+        "ttlMinutes": {"type": ["integer", "null"], "minimum": 1, "maximum": 120},
         "pinned": {"type": "boolean"},
         "archived": {"type": "boolean"},
         "sendPolicy": {"type": "string", "enum": ["allow", "deny", "inherit"]},
         "expectedSessionId": {"type": "string"},
+        "expectedMarkedUnreadAt": {"type": ["integer", "null"]},
+        "expectedLifecycleRevision": {"type": ["integer", "null"]},
+        **{
+            name: {"type": ["string", "null"], "maxLength": 32}
+            for name in ("verboseLevel", "reasoningLevel", "traceLevel")
+        },
+        "autoLabel": {"type": ["string", "boolean", "null"], "maxLength": 200},
+        **{
+            name: {"type": ["string", "number", "boolean", "object", "null"]}
+            for name in ("boardFace", "boardPresentation")
+        },
+        "unread": {"type": ["boolean", "null"]},
+        "contextWindow": {"type": ["integer", "null"], "minimum": 1, "maximum": 100_000_000},
+        "fastMode": {"enum": [True, False, "auto", None]},
+        "responseUsage": {"enum": ["off", "tokens", "full", "on", None]},
+        "groupActivation": {"enum": ["mention", "always", None]},
+        "toolOverrides": {
+            "type": ["object", "null"],
+            "properties": {"allow": array(STRING), "deny": array(STRING)},
+            "additionalProperties": False,
+        },
+        **{
+            name: {"type": ["string", "number", "boolean", "null"]}
+            for name in (
+                "elevatedLevel",
+                "execHost",
+                "execNode",
+                "permissionMode",
+                "sandboxMode",
+                "agentRuntime",
+            )
+        },
     },
     "minProperties": 1,
     "additionalProperties": False,

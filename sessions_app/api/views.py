@@ -12,7 +12,7 @@ from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument
 
 from .. import agents as agents_mod
-from .. import cold_storage, store
+from .. import cold_storage, patch_fields, store
 from .. import config as config_mod
 from ..args import Args
 from ..identity import Requester
@@ -150,13 +150,12 @@ class SessionDetailView(APIView):
         return manage_views.delete_session(request, key)
 
 
-# Fields only the sessions tool's patch knows: a body with any of them takes that path.
-MANAGE_ONLY = frozenset(manage_views.PATCH_BODY_NAMES) - {
-    "label",
-    "model",
-    "thinkingLevel",
-    "sendPolicy",
-}
+# Fields only the sessions tool's patch knows: a body with any of them takes that path (the
+# ingest PATCH's own fields stay with it, for ingest keys).
+# 9.6's retired and lineage fields go there too, for their own texts.
+MANAGE_ONLY = frozenset(
+    (*manage_views.PATCH_BODY_NAMES, *patch_fields.RETIRED, *patch_fields.LINEAGE)
+) - {*store.PATCH_FIELDS, "sendPolicy"}
 
 
 class SessionHistoryView(APIView):

@@ -260,7 +260,10 @@ class Connection:
         except RequestError as exc:
             self.respond(request_id, error={"code": exc.code, "message": exc.message})
         except ToolError as exc:
-            self.respond(request_id, error={"code": exc.error_type, "message": exc.message})
+            error = {"code": exc.error_type, "message": exc.message}
+            if exc.details:
+                error["details"] = exc.details  # 9.6's {code, message, details?} frame
+            self.respond(request_id, error=error)
         except DatabaseError:
             log.warning("websocket request failed on the database", exc_info=True)
             error = {"code": "unavailable", "message": "database unavailable, try again"}

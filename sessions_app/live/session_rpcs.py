@@ -13,7 +13,7 @@ from typing import Any
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument
 
-from .. import session_admin
+from .. import patch_fields, session_admin
 from ..identity import Requester
 from ..models import Session
 from ..rows import row_of
@@ -21,20 +21,19 @@ from ..rows import row_of
 # Nobody is "current" over the gateway: archiving always names the expected sessionId.
 RPC_CALLER = session_admin.Caller(current_key="")
 ADDRESS = frozenset({"key", "agentId", "expectedSessionId"})
+# sessions.patch's guards besides expectedSessionId: expectedMarkedUnreadAt is checked;
+# expectedLifecycleRevision is accepted and not checked (there are no lifecycle revisions
+# here: expectedSessionId is the guard every lifecycle change already needs).
+GUARDS = frozenset({"expectedLifecycleRevision", "expectedMarkedUnreadAt"})
 # sessions.patch spells the sessions tool's `group` as `category` (9.6 §2.4).
 RPC_SPELLING = {"group": "category"}
-PATCH_NAMES = frozenset(RPC_SPELLING.get(name, name) for name in session_admin.PATCH_FIELDS)
-RETIRED = ("execSecurity", "execAsk")
-LINEAGE = ("spawnedBy", "spawnDepth", "subagentRole", "spawnedWorkspaceDir", "forkedFromParent")
+PATCH_NAMES = frozenset(
+    (*(RPC_SPELLING.get(name, name) for name in session_admin.PATCH_FIELDS), *patch_fields.FIELDS)
+)
 
 
 def closed(params: dict, allowed: frozenset[str]) -> None:
-    for name in RETIRED:
-        if name in params:
-            raise InvalidArgument(f"{name} is retired and cannot be patched")
-    for name in LINEAGE:
-        if name in params:
-            raise InvalidArgument(f"{name} is spawn lineage and cannot be patched")
+    patch_fields.refuse_retired(params)
     unknown = sorted(k for k in params if k not in allowed)
     if unknown:
         raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
@@ -60,24 +59,37 @@ def expected(params: dict) -> str | None:
 
 
 def entry(session: Session, requester: Requester) -> dict:
-    return row_of(session, settings=requester.key_settings)
+    """The session's row, with the sessions.patch preferences it keeps (patch_fields)."""
+    return {
+        **row_of(session, settings=requester.key_settings),
+        **patch_fields.entry_fields(session),
+    }
 
 
-def patch_changes(fields: dict) -> dict[str, Any]:
+def patch_changes(requester: Requester, fields: dict) -> dict[str, Any]:
     tool_name = {rpc: tool for tool, rpc in RPC_SPELLING.items()}
-    return session_admin.read_patch({tool_name.get(k, k): v for k, v in fields.items()})
+    changes = session_admin.read_patch({tool_name.get(k, k): v for k, v in fields.items()})
+    patch_fields.check_privileged(requester, changes)
+    return changes
+
+
+def guards(params: dict) -> dict[str, Any]:
+    return {k: params[k] for k in GUARDS if k in params and k != "expectedLifecycleRevision"}
 
 
 def sessions_patch(requester: Requester, params: dict) -> dict:
-    closed(params, ADDRESS | PATCH_NAMES)
+    closed(params, ADDRESS | GUARDS | PATCH_NAMES)
     session = target(requester, params)
-    changes = patch_changes({k: v for k, v in params.items() if k not in ADDRESS})
+    changes = patch_changes(
+        requester, {k: v for k, v in params.items() if k not in ADDRESS | GUARDS}
+    )
     result = session_admin.patch(
         session,
         changes,
         caller=RPC_CALLER,
         expected_session_id=expected(params),
         settings=requester.key_settings,
+        guards=guards(params),
     )
     session.refresh_from_db()
     return {
@@ -85,6 +97,7 @@ def sessions_patch(requester: Requester, params: dict) -> dict:
         "key": result["sessionKey"],
         "entry": entry(session, requester),
         "updated": result["updated"],
+        **({"ignored": result["ignored"]} if "ignored" in result else {}),
         "resolved": {
             "modelProvider": session.model_provider or None,
             "model": session.model or None,
@@ -99,7 +112,7 @@ def sessions_patch_many(requester: Requester, params: dict) -> dict:
     if not isinstance(fields, dict) or not fields:
         raise InvalidArgument("patch must be an object with at least one field")
     closed(fields, PATCH_NAMES)
-    changes = patch_changes(fields)
+    changes = patch_changes(requester, fields)
     targets = params.get("targets")
     if not isinstance(targets, list) or not 1 <= len(targets) <= session_admin.MAX_TARGETS:
         raise InvalidArgument("targets must be an array of 1 to 100 entries")
@@ -107,7 +120,7 @@ def sessions_patch_many(requester: Requester, params: dict) -> dict:
     for i, item in enumerate(targets):
         if not isinstance(item, dict):
             raise InvalidArgument(f"targets[{i}] must be an object")
-        closed(item, ADDRESS)
+        closed(item, ADDRESS | GUARDS)
         key = item.get("key")
         try:
             session = target(requester, item)
@@ -117,6 +130,7 @@ def sessions_patch_many(requester: Requester, params: dict) -> dict:
                 caller=RPC_CALLER,
                 expected_session_id=expected(item),
                 settings=requester.key_settings,
+                guards=guards(item),
             )
             outcomes.append(
                 {"ok": True, "key": keys.display_key(session.key, requester.key_settings)}

@@ -78,13 +78,15 @@ def start_run(
     deliver: bool = False,
     serial: bool = False,
     task_run: Run | None = None,
+    sender_is_owner: bool = False,
 ) -> Run:
     """Append the input message and create a queued run; the task is enqueued after commit.
 
     `message` None means the input is already in the transcript (ingest with run=true).
     `flow`: what the run's follow-ups need (flow_state.Flow). `serial`: the run waits for the
     session's older runs in flight, and its input is appended when it starts (lanes.py).
-    `task_run`: the sub-agent task this turn continues.
+    `task_run`: the sub-agent task this turn continues. `sender_is_owner`: the input came from
+    the gateway's owner (owner_turn() below).
     """
     assert transaction.get_connection().in_atomic_block, "start_run needs the caller's transaction"
     input_seq: int | None
@@ -118,6 +120,7 @@ def start_run(
         deadline=now + timedelta(seconds=timeout_seconds) if timeout_seconds else None,
         input_seq=input_seq,
         created_at=now,
+        sender_is_owner=sender_is_owner,
         **chain.as_fields(),
     )
     followups = _followups.get()
@@ -337,8 +340,23 @@ def _turn_input(run: Run) -> TurnInput:
             is_subagent=session.spawn_depth > 0,
             orchestrator=is_orchestrator(session),
             subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
+            owner_turn=owner_turn(run),
+            session_overrides=session_tool_overrides(session),
         ),
     )
+
+
+def owner_turn(run: Run) -> bool:
+    """Whether the turn's input came from the gateway's owner (9.6's owner/interactive gate):
+    the run says so (an operator key's send, an ingested senderIsOwner message), and it is not
+    a sub-agent's turn, whose input is its parent's, whoever started the parent."""
+    return run.sender_is_owner and run.session.spawn_depth == 0
+
+
+def session_tool_overrides(session: Session) -> dict | None:
+    """sessions.patch `toolOverrides` ({allow?, deny?}): narrows this session's tools."""
+    overrides = (session.extra or {}).get("toolOverrides")
+    return overrides if isinstance(overrides, dict) else None
 
 
 def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
@@ -383,14 +401,20 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
     """A tool call made by the run's agent, as its own session, extending the run's chain.
     Refusals and bad arguments come back to the model as {status, error} results."""
     from ..tools import TOOLS
-    from .tool_specs import subagent_may_call
+    from .tool_specs import narrow, subagent_may_call
 
-    requester = requester_for_session(run.session)
+    requester = requester_for_session(run.session, owner_turn=owner_turn(run))
     if run.session.spawn_depth and not subagent_may_call(requester.config.subagent_tools, name):
         # A script, or a model naming a tool it was not offered, is held to the same setting.
         return {
             "status": "forbidden",
             "error": f"{name} is not allowed for sub-agents (tools.subagents.tools)",
+        }
+    overrides = session_tool_overrides(run.session)
+    if overrides and not narrow(overrides, [name]):
+        return {
+            "status": "forbidden",
+            "error": f"{name} is not allowed in this session (toolOverrides)",
         }
     token = current_run.set(run)
     try:

@@ -39,6 +39,11 @@ ORCHESTRATOR_TOOLS = frozenset(
     }
 )
 SUBAGENT_DEFAULT_DENY = frozenset(ALL_TOOLS) - NEVER_DENIED
+# 9.6 §2.3/§1.10: offered only on the owner's turns (an operator key's send, or a message its
+# gateway marked senderIsOwner), never to a sub-agent; no allow list can add them to another
+# turn. The tool itself refuses a call from any other turn (a model may name what it was not
+# offered).
+OWNER_ONLY = frozenset({"sessions"})
 
 TOOL_SPECS: dict[str, ToolSpec] = {
     tool.name: ToolSpec(
@@ -65,6 +70,8 @@ def tools_for(
     is_subagent: bool,
     orchestrator: bool = False,
     subagent_tools: Mapping[str, Any] | None = None,
+    owner_turn: bool = False,
+    session_overrides: Mapping[str, Any] | None = None,
 ) -> list[ToolSpec]:
     """The tools a run of this agent is offered, in ALL_TOOLS order (fresh copies).
 
@@ -72,7 +79,9 @@ def tools_for(
     but sessions_yield, or, as an orchestrator (below maxSpawnDepth), 9.6's orchestrator tools.
     A non-empty allow list replaces that default: it names the tools ("*" = all, so an agent can
     give its sub-agents session tools on purpose). The deny list then removes names ("*" = all).
-    A sub-agent's list is then narrowed by `subagent_tools` (tools.subagents.tools).
+    A sub-agent's list is then narrowed by `subagent_tools` (tools.subagents.tools), any
+    session's by its `session_overrides` (sessions.patch toolOverrides), and OWNER_ONLY tools
+    are left out unless `owner_turn`.
     """
     allow = _names(agent_tools_allow)
     deny = _names(agent_tools_deny)
@@ -88,15 +97,23 @@ def tools_for(
         names = list(ALL_TOOLS)
     if "*" in deny:
         return []
-    names = [n for n in names if n not in deny]
+    names = [n for n in names if n not in deny and (owner_turn or n not in OWNER_ONLY)]
     if is_subagent:
         names = narrow_for_subagents(subagent_tools, names)
+    if session_overrides:
+        names = narrow(session_overrides, names)
     return [_fresh(TOOL_SPECS[n]) for n in names]
 
 
 def narrow_for_subagents(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
     """tools.subagents.tools (9.6 §1.10): `deny` adds denies, then `allow`, when given, is a
     final allow-only filter. Both take tool names, groups (`group:sessions`) and "*"."""
+    return narrow(policy, names)
+
+
+def narrow(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
+    """An {allow?, deny?} narrowing (tools.subagents.tools, a session's toolOverrides): `deny`
+    removes names, then `allow`, when given, keeps only those. It never adds a tool."""
     policy = policy or {}
     deny, allow = _names(policy.get("deny")), _names(policy.get("allow"))
     if "*" in deny:

@@ -112,6 +112,8 @@ DECLARATION = Declaration(
             "succeeded": array(INTEGER),
             "failed": array(INTEGER),
             "errors": array(obj({"index": INTEGER, "message": STRING})),
+            "warning": STRING,
+            "resolvedOmitted": obj({"reason": STRING}),
             "sessionId": STRING,
             "previousSessionId": STRING,
             "previousKey": STRING,
@@ -128,7 +130,9 @@ DECLARATION = Declaration(
 
 def sessions(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     """Do `action` (§2.3). Bad input is InvalidArgument (400); a session the caller may not
-    manage is Forbidden (`Session not visible from session tools: <key>`)."""
+    manage is Forbidden (`Session not visible from session tools: <key>`), and so is any call
+    from a model turn the owner did not start, or from a sub-agent (session_admin.check_owner)."""
+    session_admin.check_owner(requester)
     a = DECLARATION.read(args)
     if a.action not in ACTIONS:
         raise InvalidArgument(f"Unknown action: {a.action}")

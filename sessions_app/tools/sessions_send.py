@@ -380,6 +380,9 @@ def _start_turn(
                 parent_run=current_run.get(),
                 chain=chain,
                 idempotency_key=idempotency_key or "",
+                # An operator key's send is the owner speaking; a session's (an agent's turn,
+                # an agent key) is not, whoever started that session's turn.
+                sender_is_owner=requester.is_operator,
                 flow=Flow.a2a(
                     requester=requester.session_key,
                     requester_channel=requester_channel,

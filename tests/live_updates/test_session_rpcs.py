@@ -46,6 +46,29 @@ async def test_patch_answers_the_entry(operator):
         ({"key": DEV, "execSecurity": None}, "execSecurity is retired and cannot be patched"),
         ({"key": DEV, "spawnedBy": "x"}, "spawnedBy is spawn lineage and cannot be patched"),
         ({"key": DEV, "bogus": 1}, "Unknown field: bogus"),
+        ({"key": DEV, "execAsk": "on"}, "execAsk is retired and cannot be patched"),
+        (
+            {"key": DEV, "subagentControlScope": "x"},
+            "subagentControlScope is spawn lineage and cannot be patched",
+        ),
+        ({"key": DEV, "fastMode": "fast"}, "fastMode must be one of true, false, auto"),
+        (
+            {"key": DEV, "responseUsage": "all"},
+            "responseUsage must be one of off, tokens, full, on",
+        ),
+        (
+            {"key": DEV, "groupActivation": "never"},
+            "groupActivation must be one of mention, always",
+        ),
+        ({"key": DEV, "unread": "yes"}, "unread must be boolean"),
+        ({"key": DEV, "contextWindow": 0}, "contextWindow must be a positive integer"),
+        ({"key": DEV, "verboseLevel": 3}, "verboseLevel must be a string"),
+        ({"key": DEV, "boardPresentation": [1]}, "boardPresentation must be a string, number"),
+        ({"key": DEV, "execHost": {"a": 1}}, "execHost must be a string, number or boolean"),
+        (
+            {"key": DEV, "toolOverrides": {"deny": ["nope"]}},
+            "toolOverrides.deny: unknown tool 'nope'",
+        ),
         ({"key": DEV}, "Patch setting required"),
         (
             {"key": DEV, "archived": True},
@@ -56,17 +79,173 @@ async def test_patch_answers_the_entry(operator):
             "session key agent does not match agentId",
         ),
         ({"key": 5, "label": "x"}, "key must be a non-empty string"),
-        (
-            {"key": DEV, "label": "x", "expectedSessionId": "old"},
-            f"Session {DEV} changed before patch. Retry.",
-        ),
     ],
 )
 async def test_patch_refusals(operator, params, text):
     await db(make_dev)()
     async with connected(operator.token) as client:
         res = await client.request("sessions.patch", params)
-    assert res["error"] == {"code": "invalid_request", "message": text}
+    assert res["error"]["code"] == "invalid_request"
+    assert res["error"]["message"].startswith(text), res["error"]
+
+
+# Every field 9.6's sessions.patch lists (§2.4), each with a value it accepts.
+FIELDS_96 = {
+    "label": "Dev",
+    "autoLabel": True,
+    "icon": "book",
+    "color": "teal",
+    "category": "Work",
+    "boardFace": "compact",
+    "boardPresentation": {"columns": 2},
+    "statusNote": "deploying",
+    "attention": "bot",
+    "ttlMinutes": 45,
+    "archived": False,
+    "pinned": True,
+    "unread": True,
+    "contextWindow": 200_000,
+    "thinkingLevel": "high",
+    "fastMode": "auto",
+    "verboseLevel": "on",
+    "traceLevel": "debug",
+    "reasoningLevel": "stream",
+    "responseUsage": "tokens",
+    "elevatedLevel": "ask",
+    "execHost": "gateway",
+    "execNode": "node-1",
+    "permissionMode": "default",
+    "sandboxMode": "off",
+    "model": "openai/gpt-5",
+    "agentRuntime": "native",
+    "sendPolicy": "allow",
+    "groupActivation": "always",
+    "toolOverrides": {"deny": ["sessions_spawn"]},
+}
+IGNORED_96 = [
+    "elevatedLevel",
+    "execHost",
+    "execNode",
+    "permissionMode",
+    "sandboxMode",
+    "agentRuntime",
+]
+
+
+async def test_patch_accepts_every_96_field_and_null_clears(operator):
+    """9.6's fields are all accepted: those with a meaning here are stored (columns, or the
+    session's `extra` under their 9.6 name) and shown in `entry`; the exec/host ones and
+    agentRuntime are accepted, listed as `ignored`, and not stored (docs/sessions-admin.md)."""
+    dev = await db(make_dev)()
+    async with connected(operator.token) as client:
+        res = await client.request(
+            "sessions.patch", {"key": DEV, "expectedSessionId": dev.session_id, **FIELDS_96}
+        )
+        assert res["ok"], res
+        payload = res["payload"]
+        assert payload["ignored"] == IGNORED_96
+        assert set(payload["updated"]) == set(FIELDS_96) - set(IGNORED_96) - {"category"} | {
+            "group"
+        }
+        entry = payload["entry"]
+        for name in ("autoLabel", "boardFace", "boardPresentation", "contextWindow", "fastMode"):
+            assert entry[name] == FIELDS_96[name]
+        for name in ("traceLevel", "responseUsage", "groupActivation", "toolOverrides"):
+            assert entry[name] == FIELDS_96[name]
+        assert entry["unread"] is True and isinstance(entry["markedUnreadAt"], int)
+        assert entry["verboseLevel"] == "on" and entry["reasoningLevel"] == "stream"
+        assert entry["pinned"] is True and entry["group"] == "Work"
+        assert not set(IGNORED_96) & set(entry)
+        session = await db(fetch)(DEV)
+        assert session.reasoning_level == "stream" and session.extra["fastMode"] == "auto"
+        cleared = await client.request(
+            "sessions.patch",
+            {
+                "key": DEV,
+                **{
+                    name: None
+                    for name in FIELDS_96
+                    if name not in ("archived", "pinned", "attention", "sendPolicy")
+                },
+            },
+        )
+        assert cleared["ok"], cleared
+    entry = cleared["payload"]["entry"]
+    for name in ("autoLabel", "fastMode", "unread", "markedUnreadAt", "toolOverrides"):
+        assert name not in entry
+    session = await db(fetch)(DEV)
+    assert session.reasoning_level == session.verbose_level == session.label == ""
+    assert not {"fastMode", "unread", "markedUnreadAt", "statusTtlMinutes"} & set(session.extra)
+
+
+async def test_marked_unread_guard(operator):
+    await db(make_dev)()
+    async with connected(operator.token) as client:
+        marked = await client.request("sessions.patch", {"key": DEV, "unread": True})
+        at = marked["payload"]["entry"]["markedUnreadAt"]
+        stale = await client.request(
+            "sessions.patch", {"key": DEV, "unread": False, "expectedMarkedUnreadAt": at - 1}
+        )
+        assert stale["error"]["details"] == {"reason": "session-changed"}
+        fresh = await client.request(
+            "sessions.patch",
+            {
+                "key": DEV,
+                "unread": False,
+                "expectedMarkedUnreadAt": at,
+                "expectedLifecycleRevision": 3,
+            },
+        )
+        assert fresh["ok"], fresh
+        assert "unread" not in fresh["payload"]["entry"]
+        # Not marked: null is what to expect.
+        again = await client.request(
+            "sessions.patch", {"key": DEV, "unread": True, "expectedMarkedUnreadAt": None}
+        )
+    assert again["ok"], again
+
+
+async def test_privileged_fields_need_an_operator_key(agent_main):
+    await db(make_dev)()
+    await db(set_config)(visibility="agent")
+    async with connected(agent_main.token) as client:
+        refused = await client.request(
+            "sessions.patch", {"key": DEV, "toolOverrides": {"deny": ["sessions_send"]}}
+        )
+        sandbox = await client.request("sessions.patch", {"key": DEV, "sandboxMode": "off"})
+        allowed = await client.request("sessions.patch", {"key": DEV, "fastMode": True})
+    assert refused["error"] == {
+        "code": "forbidden",
+        "message": "toolOverrides can be patched with an operator key only",
+    }
+    assert sandbox["error"]["code"] == "forbidden"
+    assert allowed["ok"] and allowed["payload"]["entry"]["fastMode"] is True
+
+
+async def test_a_stale_expected_session_id_says_session_changed(operator):
+    """9.6 §2.4: `INVALID_REQUEST` with `details.reason: "session-changed"` (reset), and the same
+    details on patch and delete, with 9.6's texts."""
+    await db(make_dev)()
+    changed = {"reason": "session-changed"}
+    async with connected(operator.token) as client:
+        frames = [
+            await client.request(method, {"key": DEV, "expectedSessionId": "old", **extra})
+            for method, extra in (
+                ("sessions.reset", {"reason": "reset"}),
+                ("sessions.patch", {"label": "x"}),
+                ("sessions.delete", {}),
+            )
+        ]
+    assert [f["error"] for f in frames] == [
+        {
+            "code": "invalid_request",
+            "message": f"Session {DEV} changed before {action}. Retry.",
+            "details": changed,
+        }
+        for action in ("reset", "patch", "deletion")
+    ]
+    session = await db(fetch)(DEV)
+    assert session.label == "dev" and not session.archived and session.last_seq == 2
 
 
 async def test_patch_many(operator):

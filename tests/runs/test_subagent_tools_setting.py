@@ -35,8 +35,10 @@ def test_deny_adds_denies_and_allow_is_a_final_filter():
     ]
     both = {"allow": ["group:sessions"], "deny": ["sessions_list"]}
     group = set(TOOL_GROUPS["group:sessions"])
+    # (and never the owner-gated `sessions`: a sub-agent's turn is not the owner's)
     assert set(names(tools_for(["*"], [], is_subagent=True, subagent_tools=both))) == group - {
-        "sessions_list"
+        "sessions_list",
+        "sessions",
     }
     assert tools_for(["*"], [], is_subagent=True, subagent_tools={"deny": ["*"]}) == []
     # Top-level runs are not sub-agents: untouched.

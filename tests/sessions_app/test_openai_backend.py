@@ -480,7 +480,7 @@ def test_get_backend_runs_an_openai_turn_with_session_tools(fake_openai, monkeyp
         model="",
         backend=settings,
         messages=[{"role": "user", "content": "who can I spawn?"}],
-        tools=tools_for([], [], is_subagent=False),
+        tools=tools_for([], [], is_subagent=False, owner_turn=True),
     )
     recorder = ToolRecorder({"agents_list": {"requester": "main", "agents": [{"id": "main"}]}})
     output = backend.run(turn, call_tool=recorder, check_abort=no_abort)
@@ -588,8 +588,10 @@ def names(specs):
 
 
 def test_an_agent_gets_every_tool_by_default():
-    assert names(tools_for([], [], is_subagent=False)) == list(ALL_TOOLS)
-    assert names(tools_for(None, None, is_subagent=False)) == list(ALL_TOOLS)
+    assert names(tools_for([], [], is_subagent=False, owner_turn=True)) == list(ALL_TOOLS)
+    assert names(tools_for(None, None, is_subagent=False, owner_turn=True)) == list(ALL_TOOLS)
+    # The owner-gated `sessions` only on the owner's turns (test_sessions_tool_owner.py).
+    assert names(tools_for([], [], is_subagent=False)) == [n for n in ALL_TOOLS if n != "sessions"]
 
 
 def test_a_subagent_gets_no_session_tools_by_default():
@@ -618,12 +620,20 @@ def test_allow_list_limits_the_tools():
 
 def test_allow_list_can_give_a_subagent_session_tools():
     assert names(tools_for(["sessions_history"], [], is_subagent=True)) == ["sessions_history"]
-    assert names(tools_for(["*"], [], is_subagent=True)) == list(ALL_TOOLS)
+    # Every tool but the owner-gated `sessions`: a sub-agent's turn is never the owner's.
+    assert names(tools_for(["*"], [], is_subagent=True)) == [
+        n for n in ALL_TOOLS if n != "sessions"
+    ]
 
 
 def test_deny_list_removes_tools():
     assert names(
-        tools_for([], ["sessions_send", "agents_list", "session_status"], is_subagent=False)
+        tools_for(
+            [],
+            ["sessions_send", "agents_list", "session_status"],
+            is_subagent=False,
+            owner_turn=True,
+        )
     ) == [
         "sessions_list",
         "sessions_history",
@@ -642,8 +652,7 @@ def test_deny_list_removes_tools():
         "subagents",
         "agents_list",
         "session_status",
-        "sessions",
-    ]
+    ]  # not the owner-gated `sessions`: a sub-agent's turn is never the owner's
     assert tools_for([], ["*"], is_subagent=False) == []
 
 

@@ -230,7 +230,7 @@ def test_archiving_the_current_session_during_its_run_is_scheduled(
     run = start_run(session=session, kind="send", message="go", chain=Chain(uuid.uuid4(), ()))
     result = TOOLS.call(
         "sessions",
-        requester=requester_for_session(session),
+        requester=requester_for_session(session, owner_turn=True),
         args={"action": "patch", "archived": True},
     )
     assert result == {
@@ -274,6 +274,43 @@ def test_targets_patch_each_index_alone(operator, dev, agents):
         operator, action="patch", pinned=True, targets=[{"sessionKey": "agent:main:other"}]
     )
     assert all_ok == {"status": "updated", "succeeded": [0], "failed": [], "errors": []}
+
+
+def test_a_batch_result_fits_3840_bytes(operator, dev):
+    """9.6 §2.3: each error message is at most 512 bytes, and the whole result at most 3,840:
+    the error details that do not fit are dropped (their indexes stay in `failed`) and the
+    warning says so."""
+    import orjson
+
+    from sessions_app.session_admin import BUDGET_WARNING
+
+    missing = [{"sessionKey": f"agent:main:{n:03d}" + "x" * 480} for n in range(99)]
+    result = details(operator, action="patch", label="x", targets=[{"sessionKey": DEV}, *missing])
+    assert result["status"] == "partial" and result["succeeded"] == [0]
+    assert result["failed"] == list(range(1, 100))
+    assert len(orjson.dumps(result)) <= 3840
+    assert result["warning"] == BUDGET_WARNING
+    kept = result["errors"]
+    assert 0 < len(kept) < 99 and [e["index"] for e in kept] == list(range(1, len(kept) + 1))
+    for error in kept:  # "Session not found: <key> (use …)" is longer: cut to 512 bytes
+        assert len(error["message"].encode()) == 512
+        assert error["message"].startswith("Session not found: agent:main:")
+    # Within the budget, nothing is dropped and there is no warning.
+    few = details(operator, action="patch", label="y", targets=missing[:3])
+    assert len(few["errors"]) == 3 and "warning" not in few
+
+
+def test_resolved_is_left_out_when_it_does_not_fit(operator, dev, monkeypatch):
+    from sessions_app import session_admin
+
+    assert "resolved" in details(operator, action="patch", sessionKey=DEV, model="a/b")
+    # No real patch result reaches 3,840 bytes here (keys ≤ 512, models ≤ 200 characters): the
+    # rule is checked with a smaller budget.
+    monkeypatch.setattr(session_admin, "RESULT_BUDGET_BYTES", 100)
+    result = details(operator, action="patch", sessionKey=DEV, thinkingLevel="high")
+    assert "resolved" not in result
+    assert result["resolvedOmitted"] == {"reason": "response_budget_exceeded"}
+    assert "resolved" not in details(operator, action="patch", sessionKey=DEV, label="z")
 
 
 @pytest.mark.parametrize(
@@ -511,10 +548,19 @@ def test_sandboxed_keys_manage_only_what_they_spawned(sandboxed_main, dev, agent
     )
 
 
-def test_sub_agents_are_not_offered_the_tool(agents):
-    from sessions_app.runs.tool_specs import SUBAGENT_DEFAULT_DENY
+def test_the_tool_declares_every_96_patch_field():
+    from sessions_app.tools.sessions import DECLARATION
 
-    assert "sessions" in SUBAGENT_DEFAULT_DENY
+    fields_96 = {"label", "icon", "color", "group", "statusNote", "attention", "ttlMinutes"}
+    fields_96 |= {"pinned", "archived", "model", "thinkingLevel"}  # 9.6 §2.3
+    assert fields_96 <= set(DECLARATION.parameters()["properties"])
+
+
+def test_sub_agents_are_not_offered_the_tool(agents):
+    from sessions_app.runs.tool_specs import OWNER_ONLY, SUBAGENT_DEFAULT_DENY
+
+    assert "sessions" in SUBAGENT_DEFAULT_DENY and "sessions" in OWNER_ONLY
+    # The rest, turn by turn: tests/sessions_app/test_sessions_tool_owner.py
 
 
 def test_ingest_keys_cannot_use_it(ingest, dev):

@@ -195,8 +195,11 @@ class Command(BaseCommand):
             return
         for action, pks in (
             ("archive-age", plan.archive_age),
+            ("archive-dashboard", plan.archive_dashboard),
             ("archive-cap", plan.archive_cap),
+            ("keep", plan.keep_recent),
             ("delete-archived", plan.delete_archived),
+            ("delete-disk", plan.delete_disk),
             ("cold", plan.cold),
         ):
             for row in retention.preview_rows(pks, limit=DEFAULT_LIMIT):
@@ -206,7 +209,8 @@ class Command(BaseCommand):
         what = "would be" if not enforce else "were"
         self.stdout.write(
             f"{report['archiveAge'] + report['archiveCap']} sessions {what} archived, "
-            f"{report['deleteArchived']} deleted, {report['cold']} transcripts moved cold "
+            f"{report['deleteArchived'] + report['deleteDisk']} deleted, "
+            f"{report['keepRecent']} kept by preserveRecent, {report['cold']} transcripts moved cold "
             f"(mode {report['mode']}{', dry run: nothing changed' if not enforce else ''})"
         )
 

@@ -6,8 +6,9 @@ Settings: {"type": "scripted", "rules"?: [...], "delayMs"?: n}. The first rule w
    "reply"?: "text with {input}", "toolCalls"?: [{"name", "arguments"}],
    "error"?: "message", "delayMs"?: n}
 `toolCalls` run first (as the session's own tool calls), then `reply` is given; `{input}` is the
-last user text, `{toolResult}` the last tool result's text and `{childResults}` the child results
-of a completion turn's message (one per line). A turn whose tool calls yielded (sessions_yield)
+last user text, `{toolResult}` the last tool result's text, `{childResults}` the child results
+of a completion turn's message (one per line) and `{tools}` the names of the tools the turn was
+offered (comma-separated). A turn whose tool calls yielded (sessions_yield)
 ends with them. With no rule, the reply is
 `ACK: <first 60 chars of the last user text>` (api.md §3).
 """
@@ -115,6 +116,7 @@ class ScriptedBackend:
                 .replace("{input}", text)
                 .replace("{toolResult}", tool_text)
                 .replace("{childResults}", child_results(text))
+                .replace("{tools}", ",".join(tool.name for tool in turn.tools))
             )
         else:
             reply = f"ACK: {text[:60]}"
