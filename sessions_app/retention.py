@@ -24,7 +24,7 @@ the admin.
 - `mode: "warn"` only reports.
 
 Protected from all of it: pinned sessions, sessions with a queued or running run, and group
-sessions (9.6's durable external pointers); and, from the age, count and disk tiers, the
+sessions (9.6's durable external pointers); from archiving, an agent's main session; and, from the age, count and disk tiers, the
 interactive sessions `preserveRecent` keeps.
 
 Every write is a batch of at most BATCH ids in its own short transaction (a cold transcript is
@@ -263,6 +263,12 @@ def unprotected(
     return qs
 
 
+def archivable(queryset: QuerySet[Session]) -> QuerySet[Session]:
+    """Not an agent's main session: the age and count tiers leave it as a manual archive does
+    ("Cannot archive an agent's main session."); its transcript may still go cold."""
+    return queryset.exclude(kind="main")
+
+
 def interactive() -> Q:
     """Sessions people talk in: top level, and not cron, hook, node, sub-agent or ACP rows."""
     q = Q(spawn_depth=0) & ~Q(kind__in=AUTOMATION_KINDS)
@@ -311,9 +317,11 @@ def plan(policy: Policy, *, now: datetime | None = None) -> Plan:
     recent = now - policy.preserve_recent if policy.preserve_recent else None
     if policy.prune_after is not None:
         stale = active.filter(updated_at__lt=_ms(now - policy.prune_after))
-        result.archive_age = _oldest(unprotected(stale, recent_since=recent))
+        result.archive_age = _oldest(unprotected(archivable(stale), recent_since=recent))
         if recent is not None:
-            result.keep_recent = _oldest(unprotected(stale).exclude(pk__in=result.archive_age))
+            result.keep_recent = _oldest(
+                unprotected(archivable(stale)).exclude(pk__in=result.archive_age)
+            )
     if policy.max_entries:
         result.archive_cap = _over_cap(policy.max_entries, set(result.archive_age), recent)
         if recent is not None:
@@ -348,7 +356,7 @@ def _over_cap(cap: int, leaving: set[int], recent: datetime | None) -> list[int]
         excess = rows.count() - len(leaving & set(rows.values_list("pk", flat=True))) - cap
         if excess <= 0:
             continue
-        oldest = unprotected(rows, recent_since=recent).exclude(pk__in=leaving)
+        oldest = unprotected(archivable(rows), recent_since=recent).exclude(pk__in=leaving)
         over.extend(oldest.order_by("updated_at", "id").values_list("pk", flat=True)[:excess])
     return over
 
@@ -452,7 +460,7 @@ def archive_many(pks: list[int], reason: str, *, progress: Progress | None = Non
         with transaction.atomic():
             # Checked again at write time: a run may have started since the plan was made.
             still = list(
-                unprotected(Session.objects.active())
+                unprotected(archivable(Session.objects.active()))
                 .filter(pk__in=batch)
                 .values_list("pk", flat=True)
             )

@@ -59,12 +59,16 @@ def test_protected_sessions_are_kept(agents):
     queued = aged("agent:main:discord:dm:queued", 40)
     Run.objects.create(session=queued, status=Run.QUEUED)
     group = aged("agent:main:discord:group:dev", 40)
+    main = aged("agent:main:main", 40)  # never archived: "Cannot archive an agent's main session."
     done = aged("agent:main:discord:dm:done", 40)
     Run.objects.create(session=done, status=Run.OK)
     retention.sweep(retention.Policy(prune_after=timedelta(days=30)))
     archived = set(Session.objects.archived().values_list("key", flat=True))
     assert archived == {done.key}
-    assert group.pk  # kept: a durable external pointer
+    assert group.pk and main.pk  # kept: a durable external pointer, and the agent's main
+    # Nor by the cap.
+    retention.sweep(retention.Policy(prune_after=None, max_entries=1))
+    assert not Session.objects.get(pk=main.pk).archived
 
 
 def test_max_entries_archives_the_oldest_per_agent(agents):
