@@ -89,7 +89,6 @@ DECLARATION = Declaration(
         ("sessionKey", "messages", *HISTORY_FLAG_NAMES, "totalMessages", "pendingInputs"),
     ),
     group="sessions",
-    snake_case=True,
     rpc="chat.history",
 )
 

@@ -160,6 +160,7 @@ def sessions_search(*, requester: Requester, args: dict[str, Any] | None) -> dic
     existed than were returned. Cold transcripts (retention's cold storage) are not searched:
     `archivedTranscriptsExcluded` counts the visible ones, with 9.6's warning.
     """
+    args = DECLARATION.camel(args)  # query_text= and the like, read by hand below
     Args(args, DECLARATION.names, tool=DECLARATION.name)  # the object and unknown names first
     tokens = _query(args)
     _limit(args)

@@ -304,7 +304,6 @@ DECLARATION = Declaration(
         for name in DELIVERY_KEYS
     },
     group="sessions",
-    snake_case=True,
 )
 
 
