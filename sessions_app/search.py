@@ -56,7 +56,7 @@ class Hit:
     timestamp: int
     score: float
     content: Any
-    extra: dict | None
+    provenance: dict | None
 
 
 def tokens_of(text: str) -> list[str]:
@@ -199,11 +199,11 @@ def find(
             scope=scope_sql,
         )
         params = [*query_params, *query_params, *roles, *scope_params, MAX_BACKEND_HITS + 1]
-        content = "m.content::text, m.extra::text"
+        content = "m.content::text, m.provenance::text"
     else:
         hits_sql = _SQLITE_HITS.format(roles=_in_list(roles), scope=scope_sql)
         params = [fts5_query(tokens), *roles, *scope_params, MAX_BACKEND_HITS + 1]
-        content = "m.content, m.extra"
+        content = "m.content, m.provenance"
     with connection.cursor() as cursor:
         cursor.execute(hits_sql + _RANKED.format(content=content), [*params, limit + 1])
         rows = cursor.fetchall()
@@ -226,11 +226,20 @@ def cold_in(scope: Scope) -> int:
 
 
 def _hit(row: tuple) -> Hit:
-    pk, session_pk, key, session_id, seq, role, timestamp, score, content, extra = row
+    pk, session_pk, key, session_id, seq, role, timestamp, score, content, provenance = row
     # The JSON columns come as text on both backends (cast on PostgreSQL).
-    content, extra = _json(content), _json(extra)
+    content, provenance = _json(content), _json(provenance)
     return Hit(
-        pk, session_pk, key, session_id, seq, role, timestamp, float(score or 0), content, extra
+        pk,
+        session_pk,
+        key,
+        session_id,
+        seq,
+        role,
+        timestamp,
+        float(score or 0),
+        content,
+        provenance,
     )
 
 
