@@ -1,5 +1,6 @@
-"""Full-text search over transcripts (9.6 §3): one function both sessions_search and the
-transcript browser's list search use.
+"""Full-text search over transcripts (9.6 §3): the one search sessions_search, GET
+/api/v1/search/ and the transcript browser's search box run (tools/sessions_search.py
+find_messages calls find()).
 
 The query is split on whitespace and every token must match as a whole word sequence (9.6 quotes
 each token and joins them with AND: no operators, no prefixes). A token with no letter or digit
@@ -250,31 +251,6 @@ def _json(text: str | None) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
-
-
-# --- the browser's list search --------------------------------------------------------------
-
-
-def matching_sessions_sql(tokens: list[str]) -> tuple[str, list]:
-    """SQL selecting the session ids whose messages match every token (the first
-    MAX_BACKEND_HITS matches), for a Session filter. Conversation and tool text, every session:
-    the caller filters the sessions."""
-    roles = CONVERSATION_ROLES + TOOL_ROLES
-    if connection.vendor == "postgresql":
-        query_sql, query_params = _pg_tsquery(tokens)
-        sql = (
-            "SELECT session_id FROM (SELECT m.session_id FROM sessions_app_message m "
-            f"WHERE {_PG_VECTOR.format(c='m.content')} @@ {query_sql} "
-            f"AND m.role IN {_in_list(roles)} LIMIT %s) AS matched"
-        )
-        return sql, [*query_params, *roles, MAX_BACKEND_HITS]
-    sql = (
-        "SELECT session_id FROM (SELECT m.session_id FROM sessions_app_message_fts "
-        "JOIN sessions_app_message m ON m.id = sessions_app_message_fts.rowid "
-        f"WHERE sessions_app_message_fts MATCH %s AND m.role IN {_in_list(roles)} LIMIT %s) "
-        "AS matched"
-    )
-    return sql, [fts5_query(tokens), *roles, MAX_BACKEND_HITS]
 
 
 # --- snippets -------------------------------------------------------------------------------
