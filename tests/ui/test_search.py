@@ -40,11 +40,9 @@ def hits_on(response) -> list[dict]:
 def test_message_hits_are_ranked_and_link_to_the_message(viewer, world):
     add_messages(world["dev"], user("nightly nightly nightly: is it flaky?"))
     hits = hits_on(viewer.get("/?q=nightly"))
-    assert [(h["sessionKey"], h["seq"]) for h in hits] == [
-        ("agent:main:discord:group:dev", 3),  # the word thrice ranks first
-        ("agent:main:discord:group:dev", 2),
-        ("agent:main:discord:group:dev", 1),
-    ]
+    assert {h["sessionKey"] for h in hits} == {"agent:main:discord:group:dev"}
+    # The word thrice ranks first (the other two tie on PostgreSQL's ts_rank, not on bm25).
+    assert hits[0]["seq"] == 3 and {h["seq"] for h in hits[1:]} == {1, 2}
     first = hits[0]
     assert (
         first["messageId"] == "00000003"
