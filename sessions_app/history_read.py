@@ -71,14 +71,19 @@ def is_hidden(row: MessageRow) -> bool:
     """Rows 9.6 leaves out of history in both includeTools modes: an assistant row that is only
     REPLY_SKIP or ANNOUNCE_SKIP, the `Agent-to-agent announce step.` prompt, and the
     completion-event prompt of a parent's completion turn."""
-    text = _text_of(row.content)
-    if row.role == "assistant":
+    return hidden(row.role, row.content, row.provenance)
+
+
+def hidden(role: str, content: Any, provenance: dict | None) -> bool:
+    """is_hidden() for a message read some other way (sessions_search's hits)."""
+    text = _text_of(content)
+    if role == "assistant":
         return text is not None and any(is_silent(text, token) for token in HIDDEN_TOKENS)
-    if row.role != "user":
+    if role != "user":
         return False
     if text is not None and text.strip() == ANNOUNCE_STEP_MESSAGE:
         return True
-    provenance = row.provenance or {}
+    provenance = provenance or {}
     return (
         provenance.get("kind") == "inter_session"
         and provenance.get("sourceTool") in COMPLETION_TOOLS

@@ -11,11 +11,11 @@ from urllib.parse import quote
 
 import orjson
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from openclaw_common import keys
 
-from .models import Session, total_tokens_of
+from .models import Session, SessionEvent, total_tokens_of
 
 
 class SessionRow(NamedTuple):
@@ -56,6 +56,8 @@ class SessionRow(NamedTuple):
     category: str
     owner: dict[str, Any] | None  # extra.owner, read by a JSON key lookup
     children: Sequence[str] = ()
+    # The state log's head (9.6 §2.2), read in the page's statement; 0 before any event.
+    state_version: int = 0
 
     @property
     def pk(self) -> int:
@@ -70,9 +72,10 @@ class SessionRow(NamedTuple):
         return self.pinned_at is not None
 
 
-# What values_list() reads for each field of SessionRow but `children`, in its order.
+# What values_list() reads for each field of SessionRow but `children` and `state_version`, in
+# its order.
 ROW_FIELDS: tuple[str, ...] = tuple(
-    {"owner": "extra__owner"}.get(name, name) for name in SessionRow._fields[:-1]
+    {"owner": "extra__owner"}.get(name, name) for name in SessionRow._fields[:-2]
 )
 _KEY = ROW_FIELDS.index("key")
 # The jsonb columns a plain PostgreSQL cursor returns as text.
@@ -82,8 +85,8 @@ _JSON_AT = (ROW_FIELDS.index("delivery_context"), ROW_FIELDS.index("extra__owner
 def page_rows(queryset: QuerySet[Session]) -> list[SessionRow]:
     """The rows of a sliced, ordered page of sessions, each with its `children`.
 
-    Two statements on every backend: the page, then the active children of its rows by the
-    page's keys (children_of). PostgreSQL reads the page with a plain cursor (psycopg already
+    Two statements on every backend: the page (with each row's stateVersion), then the active
+    children of its rows by the page's keys (children_of). PostgreSQL reads the page with a plain cursor (psycopg already
     returns UUIDs, booleans and aware datetimes; only the jsonb column needs decoding), which is
     about half the cost of `.values()` for a page of 200; elsewhere `.values_list()`.
 
@@ -95,14 +98,26 @@ def page_rows(queryset: QuerySet[Session]) -> list[SessionRow]:
     JIT (issue 18: 27 s for a page of 200 at 100k sessions). Read by the page's actual keys, the
     lookup is planned with those values: an index probe per key (BENCHMARKS.md, "Data shapes").
     """
+    queryset = queryset.annotate(state_version=_STATE_VERSION)
     found = (
         _page_values_postgresql(queryset)
         if connection.vendor == "postgresql"
-        else list(queryset.values_list(*ROW_FIELDS))
+        else list(queryset.values_list(*ROW_FIELDS, "state_version"))
     )
     children = children_of([values[_KEY] for values in found])
     make = SessionRow._make
-    return [make((*values, children.get(values[_KEY], ()))) for values in found]
+    return [
+        make((*values[:-1], children.get(values[_KEY], ()), values[-1] or 0)) for values in found
+    ]
+
+
+# A row's stateVersion: the newest sequence of its state log, one probe of the (session,
+# sequence) unique index per row, backwards, in the page's own statement (no query per row).
+_STATE_VERSION = Subquery(
+    SessionEvent.objects.filter(session_id=OuterRef("pk"))
+    .order_by("-sequence")
+    .values("sequence")[:1]
+)
 
 
 def row_of(session: Session, *, settings: keys.KeySettings) -> dict:
@@ -148,7 +163,7 @@ _CHILDREN_SQL = """
 
 def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
     """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded with orjson."""
-    sql, params = queryset.values_list(*ROW_FIELDS).query.sql_with_params()
+    sql, params = queryset.values_list(*ROW_FIELDS, "state_version").query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         raw_rows = cursor.fetchall()
@@ -204,6 +219,11 @@ def session_row(
     if delivery:
         row["deliveryContext"] = delivery
     row["updatedAt"] = session.updated_at
+    # 9.6 §2.2: on list rows once the session has state events (a page reads it; a Session
+    # model does not carry it).
+    state_version = getattr(session, "state_version", 0)
+    if state_version:
+        row["stateVersion"] = state_version
     row["sessionId"] = str(session.session_id)
     if session.context_tokens is not None:
         row["contextTokens"] = session.context_tokens

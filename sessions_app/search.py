@@ -1,5 +1,6 @@
-"""Full-text search over transcripts (9.6 §3): one function both sessions_search and the
-transcript browser's list search use.
+"""Full-text search over transcripts (9.6 §3): the one search sessions_search, GET
+/api/v1/search/ and the transcript browser's search box run (tools/sessions_search.py
+find_messages calls find()).
 
 The query is split on whitespace and every token must match as a whole word sequence (9.6 quotes
 each token and joins them with AND: no operators, no prefixes). A token with no letter or digit
@@ -56,7 +57,7 @@ class Hit:
     timestamp: int
     score: float
     content: Any
-    extra: dict | None
+    provenance: dict | None
 
 
 def tokens_of(text: str) -> list[str]:
@@ -199,11 +200,11 @@ def find(
             scope=scope_sql,
         )
         params = [*query_params, *query_params, *roles, *scope_params, MAX_BACKEND_HITS + 1]
-        content = "m.content::text, m.extra::text"
+        content = "m.content::text, m.provenance::text"
     else:
         hits_sql = _SQLITE_HITS.format(roles=_in_list(roles), scope=scope_sql)
         params = [fts5_query(tokens), *roles, *scope_params, MAX_BACKEND_HITS + 1]
-        content = "m.content, m.extra"
+        content = "m.content, m.provenance"
     with connection.cursor() as cursor:
         cursor.execute(hits_sql + _RANKED.format(content=content), [*params, limit + 1])
         rows = cursor.fetchall()
@@ -226,11 +227,20 @@ def cold_in(scope: Scope) -> int:
 
 
 def _hit(row: tuple) -> Hit:
-    pk, session_pk, key, session_id, seq, role, timestamp, score, content, extra = row
+    pk, session_pk, key, session_id, seq, role, timestamp, score, content, provenance = row
     # The JSON columns come as text on both backends (cast on PostgreSQL).
-    content, extra = _json(content), _json(extra)
+    content, provenance = _json(content), _json(provenance)
     return Hit(
-        pk, session_pk, key, session_id, seq, role, timestamp, float(score or 0), content, extra
+        pk,
+        session_pk,
+        key,
+        session_id,
+        seq,
+        role,
+        timestamp,
+        float(score or 0),
+        content,
+        provenance,
     )
 
 
@@ -241,31 +251,6 @@ def _json(text: str | None) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return None
-
-
-# --- the browser's list search --------------------------------------------------------------
-
-
-def matching_sessions_sql(tokens: list[str]) -> tuple[str, list]:
-    """SQL selecting the session ids whose messages match every token (the first
-    MAX_BACKEND_HITS matches), for a Session filter. Conversation and tool text, every session:
-    the caller filters the sessions."""
-    roles = CONVERSATION_ROLES + TOOL_ROLES
-    if connection.vendor == "postgresql":
-        query_sql, query_params = _pg_tsquery(tokens)
-        sql = (
-            "SELECT session_id FROM (SELECT m.session_id FROM sessions_app_message m "
-            f"WHERE {_PG_VECTOR.format(c='m.content')} @@ {query_sql} "
-            f"AND m.role IN {_in_list(roles)} LIMIT %s) AS matched"
-        )
-        return sql, [*query_params, *roles, MAX_BACKEND_HITS]
-    sql = (
-        "SELECT session_id FROM (SELECT m.session_id FROM sessions_app_message_fts "
-        "JOIN sessions_app_message m ON m.id = sessions_app_message_fts.rowid "
-        f"WHERE sessions_app_message_fts MATCH %s AND m.role IN {_in_list(roles)} LIMIT %s) "
-        "AS matched"
-    )
-    return sql, [fts5_query(tokens), *roles, MAX_BACKEND_HITS]
 
 
 # --- snippets -------------------------------------------------------------------------------

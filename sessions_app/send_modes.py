@@ -1,9 +1,12 @@
-"""What sessions_send's 9.6 modes leave behind (9.6 §2.2, §4.3): watchers registered with
-`watch: true`, and notifications (`mode: "notify"`) waiting for the target's next turn.
+"""Watchers and notifications (9.6 §2.2, §4.3): watchers registered with sessions_send's
+`watch: true` or by a spawn (the parent watches its child), and notifications (`mode: "notify"`,
+and the watch notices) waiting for a session's next turn.
 
 9.6 keeps notifications in process memory (lost on restart). Here a notification is a row, read
-and consumed by the target's next turn (runs/engine.py), so it survives a restart and reaches
-whichever worker runs that turn; the result says `durability: "database"`.
+and consumed by the session's next turn (runs/engine.py), so it survives a restart and reaches
+whichever worker runs that turn; the result says `durability: "database"`. A main-session
+watcher is also woken at once (wake: a turn, after the change commits); any other watcher reads
+the notice on its next turn.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ WATCH_NOTICE = (
     'Session "{target}" changed (other actor). Reconcile before acting: session_status '
     'sessionKey "{target}" changesSince {version}.'
 )
+# The input of the turn that wakes a main-session watcher; the notices themselves come with the
+# turn's notifications.
+WAKE_MESSAGE = "A session you watch changed: read the notifications and reconcile."
+WAKE_TOOL = "session_watch"  # the wake turn's input provenance (sourceTool)
 
 
 class SessionWatcher(models.Model):
@@ -116,8 +123,11 @@ def take_notifications(session_pk: int) -> str:
 def notify_watchers(session_pk: int, *, actor_id: str) -> int:
     """Queue the §2.2 notice for each watcher of the session but the actor, one per
     watcher/target pair (a newer notice replaces an unread one). The watcher's next turn reads
-    it (9.6 wakes main-session watchers at once; here every watcher sees it next turn).
-    Returns how many were queued. Runs in the caller's transaction."""
+    it; a main-session watcher is woken at once (wake(), after commit: it locks the watcher's
+    row, which this transaction, holding the target's, must not). Returns how many were
+    queued. Runs in the caller's transaction."""
+    from openclaw_common import taskqueue
+
     watchers = list(
         SessionWatcher.objects.filter(session_id=session_pk)
         .exclude(watcher_key=actor_id)
@@ -125,19 +135,53 @@ def notify_watchers(session_pk: int, *, actor_id: str) -> int:
     )
     if not watchers:
         return 0
-    sessions = dict(
-        Session.objects.filter(key__in=[w[0] for w in watchers]).values_list("key", "pk")
-    )
+    sessions = {
+        key: (pk, kind)
+        for key, pk, kind in Session.objects.filter(key__in=[w[0] for w in watchers]).values_list(
+            "key", "pk", "kind"
+        )
+    }
     queued = 0
     for watcher_key, cursor, target_key in watchers:
-        watcher_pk = sessions.get(watcher_key)
-        if watcher_pk is None:
+        if watcher_key not in sessions:
             continue
+        watcher_pk, kind = sessions[watcher_key]
         SessionNotification.objects.filter(
             session_id=watcher_pk, source_key=target_key, text__startswith='Session "'
         ).delete()
         SessionNotification.objects.create(
             session_id=watcher_pk, source_key=target_key, text=watch_notice(target_key, cursor)
         )
+        if kind == "main":
+            taskqueue.after_commit(wake, watcher_pk, target_key)
         queued += 1
     return queued
+
+
+def wake(watcher_pk: int, target_key: str):
+    """Give a main-session watcher a turn now that `target_key` changed (9.6 §2.2: "main-session
+    watchers are woken at once"): a serial run (after any turn in flight) whose turn reads the
+    notice with its notifications. None when there is nothing to do: the notice was read
+    meanwhile, or a queued turn will read it when it starts (one wake however many notices)."""
+    from .models import Run
+    from .runs.chain import Chain
+    from .runs.engine import start_run
+    from .runs.provenance import inter_session
+
+    with transaction.atomic():
+        watcher = Session.objects.select_for_update().filter(pk=watcher_pk).first()
+        if watcher is None or watcher.archived_at is not None:
+            return None
+        if not SessionNotification.objects.filter(session=watcher, source_key=target_key).exists():
+            return None
+        if Run.objects.filter(session=watcher, status=Run.QUEUED).exists():
+            return None
+        return start_run(
+            session=watcher,
+            kind="send",
+            message=WAKE_MESSAGE,
+            chain=Chain(uuid.uuid4(), (watcher.agent_id,)),
+            provenance=inter_session(target_key, WAKE_TOOL, channel="internal"),
+            requester_key=target_key,
+            serial=True,
+        )

@@ -1,7 +1,8 @@
 """The per-session state-version log (9.6 §2.2): what happened to a session, numbered.
 
 One row per event, `sequence` 1, 2, 3, … per session; a session's `stateVersion` is its newest
-sequence (the log head). Events are written in the transaction of what they record (a session
+sequence (the log head: session_status, and sessions_list rows once there are events, read in
+the list page's statement by rows.page_rows). Events are written in the transaction of what they record (a session
 created, a child spawned, a human's message stored, a run finished), by one INSERT that takes
 the next number itself, so recording costs one statement. The writer holds the session's row
 lock (the append's seq allocation, the run's finishing lock, a creation) or takes it first

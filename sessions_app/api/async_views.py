@@ -10,6 +10,7 @@ from ..args import Args
 from ..runs import engine
 from ..runs.lookup import get_run_for, run_as_dict
 from ..runs.wait import wait_for_run
+from ..tools.sessions_send import DECLARATION as SEND_DECLARATION
 from ..tools.sessions_send import sessions_send_async
 from . import http
 from .tools_invoke import idempotency_key_of
@@ -26,7 +27,8 @@ async def requester_of(request):
 async def session_send(request, key: str):
     """POST /api/v1/sessions/{key}/send/ — sessions_send to this session."""
     body = http.read_json_object(request)
-    Args(body, SEND_BODY, tool="send")
+    Args(body, SEND_BODY | {"timeout_seconds"}, tool="send")  # the tool's snake_case too (9.6 §0)
+    body = SEND_DECLARATION.camel(body)
     requester = await requester_of(request)
     args = {"sessionKey": key, **{k: v for k, v in body.items() if k != "idempotencyKey"}}
     result = await sessions_send_async(

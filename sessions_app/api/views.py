@@ -417,7 +417,8 @@ class SessionStatusView(APIView):
     )
     def get(self, request, key: str):
         args = query_args(request)
-        Args(args, STATUS_ARGS, tool="session status")
+        Args(args, STATUS_ARGS | {"changes_since"}, tool="session status")  # 9.6 §0
+        args = session_status_tool.DECLARATION.camel(args)
         return Response(
             session_status_tool.session_status(
                 requester=requester_of(request), args={**args, "sessionKey": key}

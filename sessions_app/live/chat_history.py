@@ -1,6 +1,6 @@
 """`chat.history` over /ws/ with 9.6's `deltaCursor` (§2.4).
 
-A tail response (no `offset`) carries an opaque `deltaCursor`: the session's sessionId, the last
+A tail response (no `offset`, no `messageId`) carries an opaque `deltaCursor`: the session's sessionId, the last
 seq the caller has seen and whether tool results were included. Passing it back as `cursor`
 answers `{kind:"delta", messages, deltaCursor, sessionInfo}` with every message after it (never
 a partial page), or `{kind:"reset"}` when the cursor is stale or foreign, the session was reset
@@ -20,7 +20,7 @@ from .. import cold_storage
 from ..identity import Requester
 from ..models import Message, Session
 from ..resolve import resolve_session
-from ..tools.sessions_history import sessions_history
+from ..tools.sessions_history import DECLARATION, sessions_history
 from ..transcript import bound, message_rows
 
 MAX_DELTA_MESSAGES = 200
@@ -45,12 +45,15 @@ def decode(cursor: str) -> tuple[str, int, bool] | None:
 
 
 def chat_history(requester: Requester, params: dict) -> dict:
+    # The tool's snake_case spellings (session_key, message_id; 9.6 §0) are read here too.
+    params = DECLARATION.camel(params)
     if "cursor" in params:
         if "offset" in params or "messageId" in params:
             raise InvalidArgument("cursor cannot be used with offset or messageId")
         return delta(requester, params)
     result = sessions_history(requester=requester, args=params)
-    if params.get("offset") in (0, None):
+    # A tail: the newest messages (an anchored read around a messageId is not one).
+    if params.get("offset") in (0, None) and not params.get("messageId"):
         # The page is the newest messages: the cursor is the newest seq it holds (0 for an
         # empty page), so anything appended after the read comes in the next delta.
         session = resolve_session(requester, params["sessionKey"], action="history")

@@ -489,7 +489,8 @@ def _changed_rows(queryset) -> list[ChangedSession]:
     make = rows.SessionRow._make
     out = []
     for values in queryset.order_by("changed_ms").values_list(*_ROW_FIELDS)[:1000]:
-        row = make(values[:-2] + ((),))  # no children: the event's row does not list them
+        # No children and no stateVersion: the event's row lists neither (sessions_list does).
+        row = make(values[:-2] + ((), 0))
         changed_ms, reason = values[-2:]
         payload = {
             "key": keys.display_key(row.key, settings_),

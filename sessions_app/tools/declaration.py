@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import SimpleNamespace
 from typing import Any
 
@@ -154,9 +155,6 @@ class Declaration:
     group: str | None = None
     # The gateway RPC method that calls this tool over the WebSocket, if any.
     rpc: str | None = None
-    # 9.6 also accepts the snake_case spelling of every string, number and array parameter
-    # (`timeout_seconds`); tools opt in as they are brought to 9.6.
-    snake_case: bool = False
 
     @property
     def names(self) -> frozenset[str]:
@@ -169,28 +167,38 @@ class Declaration:
             for name, message in self.refused.items():
                 if name in raw:
                     raise InvalidArgument(message.format(name=name))
-        if self.snake_case and isinstance(raw, Mapping):
-            raw = self._camel(raw)
-        args = Args(raw, self.names, tool=self.name)
+        args = Args(self.camel(raw), self.names, tool=self.name)
         values = SimpleNamespace(raw=args.raw)
         for param in self.params:
             setattr(values, param.name, param.read(args))
         return values
 
-    def _camel(self, raw: Mapping) -> dict:
-        """`raw` with snake_case spellings renamed to their parameter (the camelCase one wins
-        when both are sent)."""
-        spelled = {
-            _snake(p.name): p.name
-            for p in self.params
-            if not isinstance(p, Boolean) and _snake(p.name) != p.name
-        }
+    def camel(self, raw: Any) -> Any:
+        """`raw` with the snake_case spelling of each parameter renamed to the parameter (9.6
+        §0: every string, number and array parameter also accepts its snake_case spelling,
+        `timeout_seconds`; booleans and objects do not). The camelCase one wins when both are sent. A name
+        neither spelling knows stays as it is, for the reader to refuse; anything but an object
+        is returned untouched. Adapters that check names before the tool does (REST bodies)
+        call this first."""
+        if not isinstance(raw, Mapping):
+            return raw
+        spelled = self._snake_names
+        if not any(name in spelled for name in raw):
+            return raw
         out = dict(raw)
-        for snake, camel in spelled.items():
+        for snake, name in spelled.items():
             if snake in out:
                 value = out.pop(snake)
-                out.setdefault(camel, value)
+                out.setdefault(name, value)
         return out
+
+    @cached_property
+    def _snake_names(self) -> dict[str, str]:
+        return {
+            _snake(p.name): p.name
+            for p in self.params
+            if _snake(p.name) != p.name and _SNAKE_TYPES & _types(p.schema())
+        }
 
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments, as every protocol offers it."""
@@ -203,6 +211,16 @@ class Declaration:
         if required:
             schema["required"] = required
         return schema
+
+
+# The JSON types whose parameters 9.6 also reads by their snake_case name (booleans and objects
+# it reads by the one name only).
+_SNAKE_TYPES = frozenset({"string", "number", "array"})
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    kind = schema.get("type")
+    return set(kind) if isinstance(kind, list) else {kind} if isinstance(kind, str) else set()
 
 
 def _snake(name: str) -> str:

@@ -89,7 +89,6 @@ DECLARATION = Declaration(
         ("sessionKey", "messages", *HISTORY_FLAG_NAMES, "totalMessages", "pendingInputs"),
     ),
     group="sessions",
-    snake_case=True,
     rpc="chat.history",
 )
 
@@ -106,12 +105,13 @@ def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> di
     a = DECLARATION.read(args)
     if a.sessionId and not a.messageId:
         raise InvalidArgument("sessionId requires messageId")
-    session = cold_storage.ensure_hot(resolve_session(requester, a.sessionKey, action="history"))
-    if a.sessionId and a.sessionId != session.session_id:
-        raise InvalidArgument("sessionId does not belong to sessionKey")
+    named = resolve_session(requester, a.sessionKey, action="history")
+    head: dict[str, Any] = {"sessionKey": keys.display_key(named.key, requester.key_settings)}
+    if a.sessionId and a.sessionId != named.session_id:
+        named = _earlier_generation(named, a.sessionId)
+    session = cold_storage.ensure_hot(named)
     limit = min(a.limit, MAX_LIMIT)
     total = session.last_seq
-    head: dict[str, Any] = {"sessionKey": keys.display_key(session.key, requester.key_settings)}
     pending = history_read.pending_inputs(session, before=a.pendingBefore)
     if a.messageId:
         seq = history_read.seq_of_message_id(a.messageId)
@@ -147,6 +147,17 @@ def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> di
             offset=offset, total=total, oldest_seq=kept[0].seq if kept else None
         )
     return result
+
+
+def _earlier_generation(session: Session, session_id: str) -> Session:
+    """The transcript `session` had under `session_id` before a reset (9.6 §4.2: an anchor on
+    the retained path opens that transcript, without later turns). A reset keeps it as an
+    archived session holding the old sessionId, marked `resetOf` its key (session_admin.reset);
+    the key's access covers it. Any other sessionId is refused."""
+    earlier = Session.objects.filter(session_id=session_id, extra__resetOf=session.key).first()
+    if earlier is None:
+        raise InvalidArgument("sessionId does not belong to sessionKey")
+    return earlier
 
 
 def _bound(rows: list[transcript.MessageRow]) -> transcript.Bounded:

@@ -10,7 +10,7 @@ from django.db.models import Q
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from .. import search, visibility
+from .. import history_read, search, visibility
 from ..args import Args
 from ..identity import Requester
 from ..models import Session, unlisted_keys
@@ -36,7 +36,7 @@ HIT = obj(
         "messageId": STRING,
         "seq": INTEGER,
     },
-    ("sessionKey", "timestamp", "role", "snippet", "score", "sessionId", "seq"),
+    ("sessionKey", "timestamp", "role", "snippet", "score", "sessionId", "messageId", "seq"),
 )
 
 # 9.6's text (§3); reading the transcript (sessions_history) restores it.
@@ -48,7 +48,8 @@ DECLARATION = Declaration(
     description=(
         "Search the transcripts of the sessions you can see for messages containing every word "
         "of `query` (whole words, no operators). Returns the best matches with a snippet; pass "
-        "a hit's sessionKey to sessions_history to read around it."
+        "a hit's sessionKey, messageId and sessionId to sessions_history to read around it "
+        "(with includeTools for a tool result)."
     ),
     params=(
         # Read by hand below: 9.6's texts for an empty or long query are not args.py's.
@@ -160,16 +161,41 @@ def sessions_search(*, requester: Requester, args: dict[str, Any] | None) -> dic
     existed than were returned. Cold transcripts (retention's cold storage) are not searched:
     `archivedTranscriptsExcluded` counts the visible ones, with 9.6's warning.
     """
+    args = DECLARATION.camel(args)  # session_key too (9.6 §0); query and limit are read by hand
     Args(args, DECLARATION.names, tool=DECLARATION.name)  # the object and unknown names first
     tokens = _query(args)
     _limit(args)
     a = DECLARATION.read(args)
-    roles = search.CONVERSATION_ROLES + (search.TOOL_ROLES if a.includeTools else ())
     scope = search_scope(requester, a.sessionKey)
-    hits, more = search.find(tokens, scope=scope, roles=roles, limit=a.limit)
-    results, cut = _render(hits, tokens, requester.key_settings)
+    return find_messages(
+        tokens,
+        scope=scope,
+        include_tools=a.includeTools,
+        limit=a.limit,
+        settings=requester.key_settings,
+    )
+
+
+def find_messages(
+    tokens: list[str],
+    *,
+    scope: search.Scope,
+    include_tools: bool,
+    limit: int,
+    settings: keys.KeySettings,
+) -> dict[str, Any]:
+    """The search itself, for sessions_search and the transcript browser's search box: the
+    best `limit` messages of `scope` (the sessions the caller may see) holding every token, as
+    the tool's `{results, truncated?, archivedTranscriptsExcluded?, warning?}`.
+
+    Rows history hides (search.find cannot tell them) are left out, so every hit can be read
+    around with sessions_history; twice `limit` are read to leave room for them."""
+    roles = search.CONVERSATION_ROLES + (search.TOOL_ROLES if include_tools else ())
+    hits, more = search.find(tokens, scope=scope, roles=roles, limit=2 * limit)
+    shown = [h for h in hits if not history_read.hidden(h.role, h.content, h.provenance)]
+    results, cut = _render(shown[:limit], tokens, settings)
     payload: dict[str, Any] = {"results": results}
-    if more or cut:
+    if more or cut or len(shown) > limit:
         payload["truncated"] = True
     excluded = search.cold_in(scope)
     if excluded:
@@ -190,12 +216,12 @@ def _render(
             "role": hit.role,
             "snippet": search.snippet(hit.content, tokens, max_chars=SNIPPET_CHARS),
             "score": hit.score,
+            # What sessions_history takes back: the transcript generation and the message's
+            # `__openclaw.id` there (history_read.message_id), imported or not.
             "sessionId": hit.session_id,
+            "messageId": history_read.message_id(hit.seq),
             "seq": hit.seq,
         }
-        message_id = (hit.extra or {}).get("id")
-        if isinstance(message_id, str) and message_id:
-            result["messageId"] = message_id
         size += len(orjson.dumps(result)) + 1
         if size > RESULTS_MAX_BYTES:
             return results, True

@@ -153,7 +153,6 @@ DECLARATION = Declaration(
         ("runId", "status"),
     ),
     group="sessions",
-    snake_case=True,
 )
 
 

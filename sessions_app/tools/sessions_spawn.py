@@ -28,7 +28,7 @@ from django.db import transaction
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument
 
-from .. import model_catalog, store
+from .. import model_catalog, send_modes, store
 from ..identity import Requester
 from ..models import Agent, GatewayConfig, Run, Session
 from ..runs import fork, prompts
@@ -304,7 +304,6 @@ DECLARATION = Declaration(
         for name in DELIVERY_KEYS
     },
     group="sessions",
-    snake_case=True,
 )
 
 
@@ -740,6 +739,8 @@ def start_child(
     )
     # The fork goes in before the task message, which start_run appends.
     fork.append_fork(child, list(plan.fork), requester.session_key)
+    # 9.6 §2.2: a spawn parent watches its child, from the child's version at spawn.
+    send_modes.watch(child, requester.session_key)
     flow = Flow.spawn(
         requester=requester.session_key,
         requester_channel=plan.requester_channel,

@@ -77,6 +77,10 @@ SESSION_ROW = obj(
         "sendPolicy": {"type": "string", "enum": ["allow", "deny"]},
         "deliveryContext": DELIVERY_CONTEXT,
         "updatedAt": {"type": "integer", "description": "Milliseconds since the epoch."},
+        "stateVersion": {
+            "type": "integer",
+            "description": "The state log's head (session_status changesSince); once it has events.",
+        },
         "sessionId": STRING,
         "contextTokens": INTEGER,
         "totalTokens": INTEGER,

@@ -40,6 +40,28 @@ def session_url(key: str) -> str:
     return reverse("ui:transcript", kwargs={"key": key})
 
 
+def hits(found: dict) -> dict:
+    """sessions_search's result (tools/sessions_search.py find_messages) as the list shows it:
+    each hit links to its message on its transcript page (`?at=<seq>#seq-<seq>`)."""
+    shown = []
+    for hit in found["results"]:
+        seq = hit["seq"]
+        shown.append(
+            {
+                **hit,
+                "url": f"{session_url(hit['sessionKey'])}?at={seq}#seq-{seq}",
+                "role_label": ROLE_LABELS.get(hit["role"], hit["role"]),
+                "time_iso": ms_to_iso(hit["timestamp"]),
+                "time_text": ms_to_text(hit["timestamp"]),
+            }
+        )
+    return {
+        "results": shown,
+        "truncated": bool(found.get("truncated")),
+        "warning": found.get("warning", ""),
+    }
+
+
 def ms_to_iso(ms: int | None) -> str:
     if not isinstance(ms, int | float) or isinstance(ms, bool):
         return ""

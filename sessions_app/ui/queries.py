@@ -2,7 +2,8 @@
 
 List: one query for the page (keyset on (updated_at, id), the `session_activity` index order),
 one for the children of its rows (rows.page_rows: by the page's keys, so the lookup is planned
-with them), one for the last messages (transcript.last_messages).
+with them), one for the last messages (transcript.last_messages). With search text, the
+message hits too (message_hits: sessions_search's search).
 Transcript: index range scans on (session, seq) via transcript.read_page, so the first page of a
 long transcript costs what it costs for a short one.
 """
@@ -16,8 +17,11 @@ from django.db.models import Q
 from openclaw_common import keys
 
 from .. import sanitize, transcript
-from ..models import Message, Run, Session, now_ms
+from .. import search as message_search
+from ..models import Message, Run, Session, now_ms, unlisted_keys
 from ..rows import page_rows, session_row
+from ..tools.sessions_search import MAX_LIMIT as MESSAGE_HITS
+from ..tools.sessions_search import find_messages
 from . import search
 from .forms import SUBAGENT_KIND, Cursor
 
@@ -41,13 +45,11 @@ ERROR_STATUSES = ("failed", "timeout")
 class ListPage:
     rows: list[dict]  # session_row() dicts plus "_light" (the light row) and "_preview"
     next_cursor: Cursor | None
-    # The search left message text out (too many matches to read in time; search.bounded).
-    search_limited: bool = False
 
 
-def filtered_sessions(filters: dict, *, settings: keys.KeySettings, messages: bool = True):
-    """Sessions matching the list filters (cleaned ListFilterForm data), unordered; `messages`
-    False searches metadata only."""
+def filtered_sessions(filters: dict, *, settings: keys.KeySettings):
+    """Sessions matching the list filters (cleaned ListFilterForm data), unordered. The search
+    text matches key, label and display name (ui/search.py); message_hits() finds messages."""
     qs = Session.objects.listable(settings=settings)
     archived = filters.get("archived") or ""
     if archived == "":
@@ -68,8 +70,34 @@ def filtered_sessions(filters: dict, *, settings: keys.KeySettings, messages: bo
         qs = qs.filter(run_status__in=ERROR_STATUSES)
     text = (filters.get("q") or "").strip()
     if text:
-        qs = qs.filter(search.search_q(text, messages=messages))
+        qs = qs.filter(search.search_q(text))
     return qs
+
+
+# The filters that narrow the sessions (all but the search text and the archived choice).
+_NARROWING = ("kind", "channel", "agent", "active", "errors")
+
+
+def message_hits(filters: dict, *, settings: keys.KeySettings) -> dict | None:
+    """The search box's messages: sessions_search's own search (find_messages: every word,
+    ranked, redacted snippets, rows history hides left out) over the sessions the other filters
+    select, tool results included as the transcript page shows them. A viewer may read every
+    session, so that is the visibility. None without search text."""
+    text = (filters.get("q") or "").strip()
+    if not text:
+        return None
+    if (filters.get("archived") or "") == "all" and not any(filters.get(f) for f in _NARROWING):
+        # Every session: no list of them to filter by (sessions_search's visibility `all`).
+        scope = message_search.Scope(None, unlisted=tuple(unlisted_keys(settings)))
+    else:
+        scope = message_search.Scope(filtered_sessions({**filters, "q": ""}, settings=settings))
+    return find_messages(
+        message_search.tokens_of(text),
+        scope=scope,
+        include_tools=True,
+        limit=MESSAGE_HITS,
+        settings=settings,
+    )
 
 
 def list_page(
@@ -83,21 +111,14 @@ def list_page(
     """One page of rows, newest activity first; `only_keys` narrows it to those sessions (the
     live update of single rows)."""
 
-    def fetch(messages: bool):
-        qs = filtered_sessions(filters, settings=settings, messages=messages)
-        if cursor is not None:
-            qs = qs.filter(
-                Q(updated_at__lt=cursor.updated_at)
-                | Q(updated_at=cursor.updated_at, id__lt=cursor.id)
-            )
-        if only_keys is not None:
-            qs = qs.filter(key__in=only_keys)
-        return page_rows(qs.by_activity()[: limit + 1])
-
-    if (filters.get("q") or "").strip():
-        page, search_limited = search.bounded(fetch)
-    else:
-        page, search_limited = fetch(True), False
+    qs = filtered_sessions(filters, settings=settings)
+    if cursor is not None:
+        qs = qs.filter(
+            Q(updated_at__lt=cursor.updated_at) | Q(updated_at=cursor.updated_at, id__lt=cursor.id)
+        )
+    if only_keys is not None:
+        qs = qs.filter(key__in=only_keys)
+    page = page_rows(qs.by_activity()[: limit + 1])
     has_more = len(page) > limit
     page = page[:limit]
     last = transcript.last_messages(page, PREVIEW_MESSAGES) if page else {}
@@ -109,7 +130,7 @@ def list_page(
         row["_preview"] = messages[-1] if messages else None
         rows.append(row)
     next_cursor = Cursor(page[-1].updated_at, page[-1].pk) if has_more else None
-    return ListPage(rows=rows, next_cursor=next_cursor, search_limited=search_limited)
+    return ListPage(rows=rows, next_cursor=next_cursor)
 
 
 # --- one transcript -------------------------------------------------------------------------

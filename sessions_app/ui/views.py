@@ -56,12 +56,15 @@ def _list_context(form: ListFilterForm, settings: keys.KeySettings) -> dict:
     next_url = ""
     if page.next_cursor:
         next_url = "?" + urlencode({**params, "after": str(page.next_cursor)})
+    first_page = data.get("after") is None
+    # The search box's message hits, above the first page of sessions.
+    hits = queries.message_hits(data, settings=settings) if first_page else None
     return {
         "rows": _rows(page),
         "filter_query": urlencode(params),
         "next_url": next_url,
-        "is_first_page": data.get("after") is None,
-        "search_limited": page.search_limited,
+        "is_first_page": first_page,
+        "hits": present.hits(hits) if hits is not None else None,
     }
 
 

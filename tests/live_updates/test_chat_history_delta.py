@@ -94,3 +94,21 @@ async def test_cursor_errors(operator):
     assert with_offset["error"]["message"] == "cursor cannot be used with offset or messageId"
     assert unknown["error"]["message"] == "Unknown argument for chat.history: y"
     assert no_key["error"]["message"] == "sessionKey required"
+
+
+async def test_snake_case_names_and_no_cursor_for_an_anchored_read(operator):
+    """9.6 §0's snake_case spellings, a cursor included; a read around a messageId is not a
+    tail, so it carries no deltaCursor."""
+    await db(make_dev)()
+    async with connected(operator.token) as client:
+        tail = await client.request("chat.history", {"session_key": DEV})
+        delta = await client.request(
+            "chat.history", {"session_key": DEV, "cursor": tail["payload"]["deltaCursor"]}
+        )
+        anchored = await client.request(
+            "chat.history", {"session_key": DEV, "message_id": "00000001"}
+        )
+    assert texts(tail["payload"]["messages"]) == ["one", "two"]
+    assert delta["payload"]["kind"] == "delta" and delta["payload"]["messages"] == []
+    assert texts(anchored["payload"]["messages"]) == ["one", "two"]
+    assert "deltaCursor" not in anchored["payload"]

@@ -33,7 +33,12 @@ async def test_an_rpc_checks_arguments_as_its_tool(operator, method):
 
 @pytest.mark.parametrize(
     "method,params",
-    [("sessions.list", {"messageLimit": 2}), ("chat.history", {"sessionKey": "main"})],
+    [
+        ("sessions.list", {"messageLimit": 2}),
+        ("sessions.list", {"message_limit": 2}),  # 9.6 §0: snake_case spellings too
+        ("chat.history", {"sessionKey": "main"}),
+        ("chat.history", {"session_key": "main"}),
+    ],
 )
 async def test_an_rpc_answers_what_tools_invoke_answers(operator, method, params):
     session = await db(make_session)("agent:main:main")

@@ -31,10 +31,13 @@ def test_lists_every_registry_tool_with_its_declared_schemas_and_calls_them(demo
                 "sessions_list", {"kinds": ["group"], "messageLimit": 1}
             )
             history = await client.call_tool("sessions_history", {"sessionKey": "main"})
+            # 9.6 §0: the snake_case spelling too, though the schema names only sessionKey.
+            snake = await client.call_tool("sessions_history", {"session_key": "main"})
             agents = await client.call_tool("agents_list", {})
-            return client.protocol_version, listed, history, agents
+            return client.protocol_version, listed, history, agents, snake
 
-    version, listed, history, agents = run(scenario())
+    version, listed, history, agents, snake = run(scenario())
+    assert not snake.is_error and snake.structured_content == history.structured_content
     assert not listed.is_error
     rows = listed.structured_content["sessions"]
     assert rows and {row["kind"] for row in rows} == {"group"}

@@ -365,6 +365,71 @@ OTHER_BAD_ARGS = [
     ("sessions_history", {"sessionKey": "main", "includeTools": 1}, "includeTools must be"),
     ("sessions_history", {"sessionKey": "main", "includeTools": []}, "includeTools must be"),
     ("sessions_history", {"sessionKey": "main", "includeTools": {}}, "includeTools must be"),
+    # session_status (9.6 §2.1), by either spelling (9.6 §0)
+    ("session_status", {"changesSince": -1}, "changesSince must be a non-negative integer"),
+    ("session_status", {"changes_since": -1}, "changesSince must be a non-negative integer"),
+    ("session_status", {"changes_since": "x"}, "changesSince must be a non-negative integer"),
+    ("session_status", {"changes_since": [1]}, "changesSince must be a non-negative integer"),
+    ("session_status", {"changes_since": True}, "changesSince must be a non-negative integer"),
+    ("session_status", {"changes_since": BIG}, "changesSince must be at most 9007199254740991"),
+    ("session_status", {"changes_since": 1e300}, "changesSince must be at most 9007199254740991"),
+    ("session_status", {"session_key": 42}, "sessionKey must be a string"),
+    ("session_status", {"session_key": ["main"]}, "sessionKey must be a string"),
+    ("session_status", {"session_key": "x" * 100_000}, "sessionKey must be at most 512 characters"),
+    ("session_status", {"sessionKey": "agent::"}, "sessionKey: malformed agent session key"),
+    (
+        "session_status",
+        {"sessionKey": "agent:main:a\x1fb"},
+        "sessionKey: session key must not contain control characters",
+    ),
+    ("session_status", {"model": ["a"]}, "model must be a string"),
+    ("session_status", {"model": "m" * 100_000}, "model must be at most 200 characters"),
+    ("session_status", {"model": "a\x00b"}, "model must not contain NUL characters"),
+    ("session_status", {"includeTools": True}, "Unknown argument for session_status: includeTools"),
+    ("session_status", {"changessince": 0}, "Unknown argument for session_status: changessince"),
+    (
+        "session_status",
+        {"changes_since": 0, "sessionkey": "main"},
+        "Unknown argument for session_status: sessionkey",
+    ),
+    ("session_status", [], "args must be a JSON object"),
+    ("session_status", "main", "args must be a JSON object"),
+    # sessions_search (9.6 §3)
+    ("sessions_search", {}, "query required"),
+    ("sessions_search", {"query": None}, "query required"),
+    ("sessions_search", {"query": ""}, "query must not be empty"),
+    ("sessions_search", {"query": "   "}, "query must not be empty"),
+    ("sessions_search", {"query": 5}, "query must be a string"),
+    ("sessions_search", {"query": ["a"]}, "query must be a string"),
+    ("sessions_search", {"query": {"a": 1}}, "query must be a string"),
+    ("sessions_search", {"query": "x" * 4097}, "query must not exceed 4096 characters"),
+    ("sessions_search", {"query": "x " * 100_000}, "query must not exceed 4096 characters"),
+    ("sessions_search", {"query": "a\x00b"}, "query must not contain NUL characters"),
+    ("sessions_search", {"query": "x", "limit": 26}, "limit must be a positive integer"),
+    ("sessions_search", {"query": "x", "limit": 0}, "limit must be a positive integer"),
+    ("sessions_search", {"query": "x", "limit": "abc"}, "limit must be a positive integer"),
+    ("sessions_search", {"query": "x", "limit": True}, "limit must be a positive integer"),
+    ("sessions_search", {"query": "x", "limit": BIG}, "limit must be a positive integer"),
+    ("sessions_search", {"query": "x", "session_key": 5}, "sessionKey must be a string"),
+    (
+        "sessions_search",
+        {"query": "x", "session_key": "x" * 513},
+        "sessionKey must be at most 512 characters",
+    ),
+    (
+        "sessions_search",
+        {"query": "x", "session_key": "agent::"},
+        "sessionKey: malformed agent session key",
+    ),
+    ("sessions_search", {"query": "x", "includeTools": "maybe"}, "includeTools must be a boolean"),
+    (
+        "sessions_search",
+        {"query": "x", "include_tools": True},  # booleans have no snake_case spelling
+        "Unknown argument for sessions_search: include_tools",
+    ),
+    ("sessions_search", {"q": "x"}, "Unknown argument for sessions_search: q"),
+    ("sessions_search", {"query_text": "x"}, "Unknown argument for sessions_search: query_text"),
+    ("sessions_search", [], "args must be a JSON object"),
     # agents_list takes no arguments
     ("agents_list", {"foo": 1}, "Unknown argument for agents_list: foo"),
     ("agents_list", {"limit": 5}, "Unknown argument for agents_list: limit"),
@@ -372,10 +437,41 @@ OTHER_BAD_ARGS = [
 ]
 
 
-@pytest.mark.parametrize("tool", ["sessions_list", "sessions_history", "agents_list"])
+@pytest.mark.parametrize(
+    "tool",
+    ["sessions_list", "sessions_history", "agents_list", "session_status", "sessions_search"],
+)
 def test_bad_argument_is_400(operator, world, tool):
     cases = [(args, expected) for name, args, expected in OTHER_BAD_ARGS if name == tool]
     check_all(lambda args: operator.invoke(tool, args), cases)
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "message"),
+    [
+        ("/api/v1/search/", {"q": ""}, "query must not be empty"),
+        ("/api/v1/search/", {"q": "x" * 4097}, "query must not exceed 4096 characters"),
+        ("/api/v1/search/", {"q": "x", "limit": "26"}, "limit must be a positive integer"),
+        ("/api/v1/search/", {"q": "x", "session_key": "agent::"}, "sessionKey: malformed"),
+        ("/api/v1/search/", {"q": "x", "include_tools": "1"}, "Unknown argument"),
+        ("/api/v1/search/", {"q": "x", "query": "y"}, "q and query cannot be used together"),
+        (
+            "/api/v1/sessions/agent:main:main/status/",
+            {"changes_since": "-1"},
+            "changesSince must be a non-negative integer",
+        ),
+        (
+            "/api/v1/sessions/agent:main:main/status/",
+            {"session_key": "main"},
+            "Unknown argument for session status: session_key",
+        ),
+        ("/api/v1/sessions/", {"message_limit": "x"}, "messageLimit must be a non-negative"),
+        ("/api/v1/sessions/", {"message_limits": "1"}, "Unknown argument for sessions_list"),
+    ],
+)
+def test_rest_bad_tool_arguments_are_400_by_either_spelling(operator, world, path, params, message):
+    response = operator.get(path, params)
+    assert_error(response, 400, "invalid_request", message)
 
 
 # --- what the lenient rules do accept (OpenClaw-compatible) -----------------------------------

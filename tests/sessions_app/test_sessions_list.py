@@ -194,6 +194,7 @@ def test_row_has_every_field_of_the_seeds_and_api(agent_main, see_all):
             "threadId": 42,
         },
         "updatedAt": 1_700_000_000_000,
+        "stateVersion": 2,  # its state log: created, child_spawned (9.6 §2.2)
         "sessionId": session_id,
         "contextTokens": 128000,
         "totalTokens": 15,

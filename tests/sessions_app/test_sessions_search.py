@@ -44,7 +44,7 @@ def test_a_result_has_the_fields_to_read_around_it(agent_main, world):
     (result,) = search(agent_main, query="zebra")["results"]
     assert result["sessionKey"] == "agent:main:main"
     assert result["sessionId"] == world["main"].session_id
-    assert result["messageId"] == "msg-7"
+    assert result["messageId"] == "00000003"
     assert result["seq"] == 3 and result["role"] == "assistant"
     assert isinstance(result["timestamp"], int) and result["score"] > 0
     assert result["snippet"] == "zebra crossing"

@@ -1,0 +1,143 @@
+"""The browser's search box (issue 14: "The transcript browser's search uses the same function"):
+its message hits are sessions_search's own (tools/sessions_search.py find_messages): ranked,
+redacted snippets, rows history hides left out, each a link to the message on its transcript
+page; over the sessions the other filters select (a viewer may read them all)."""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+
+import pytest
+
+from sessions_app.models import ApiKey, GatewayConfig
+from sessions_app.tools import sessions_search
+from sessions_app.ui import queries
+from tests.conftest import Api, add_messages, assistant, make_session, set_config, user
+
+HIT = re.compile(
+    r'<li class="hit role-(\w+)" data-key="([^"]+)" data-seq="(\d+)" data-message-id="(\w+)">'
+    r'\s*<a class="hit-link" href="([^"]+)">.*?<span class="hit-snippet">(.*?)</span>',
+    re.S,
+)
+
+
+def hits_on(response) -> list[dict]:
+    assert response.status_code == 200, response.content
+    return [
+        {
+            "role": role,
+            "sessionKey": key,
+            "seq": int(seq),
+            "messageId": message_id,
+            "url": html_lib.unescape(url),
+            "snippet": html_lib.unescape(snippet),
+        }
+        for role, key, seq, message_id, url, snippet in HIT.findall(response.content.decode())
+    ]
+
+
+def test_message_hits_are_ranked_and_link_to_the_message(viewer, world):
+    add_messages(world["dev"], user("nightly nightly nightly: is it flaky?"))
+    hits = hits_on(viewer.get("/?q=nightly"))
+    assert {h["sessionKey"] for h in hits} == {"agent:main:discord:group:dev"}
+    # The word thrice ranks first (the other two tie on PostgreSQL's ts_rank, not on bm25).
+    assert hits[0]["seq"] == 3 and {h["seq"] for h in hits[1:]} == {1, 2}
+    first = hits[0]
+    assert (
+        first["messageId"] == "00000003"
+        and first["snippet"] == "nightly nightly nightly: is it flaky?"
+    )
+    assert first["url"] == "/sessions/agent:main:discord:group:dev/?at=3#seq-3"
+    page = viewer.get(first["url"])
+    assert page.status_code == 200 and 'id="seq-3"' in page.content.decode()
+
+
+def test_the_hits_are_what_sessions_search_answers(viewer, world, agents):
+    """Same query, same sessions (all of them, archived too): the same hits, in the same order,
+    with the same snippets, as GET /api/v1/search/ gives an operator who sees everything."""
+    set_config(visibility="all", a2a_enabled=True)
+    add_messages(world["old"], user("an archived nightly note"))
+    make_session("agent:other:main")
+    add_messages(make_session("agent:other:dev"), assistant("nightly deploys on other"))
+    _, token = ApiKey.generate(scope=ApiKey.OPERATOR)
+    api = Api(viewer.__class__(), token)
+    response = api.get("/api/v1/search/", {"q": "nightly", "includeTools": "true", "limit": 25})
+    assert response.status_code == 200, response.content
+    expected = response.json()["results"]
+    shown = hits_on(viewer.get("/?q=nightly&archived=all"))
+    assert len(shown) == len(expected) == 4
+    assert [(h["sessionKey"], h["messageId"], h["snippet"]) for h in shown] == [
+        (r["sessionKey"], r["messageId"], r["snippet"]) for r in expected
+    ]
+
+
+def test_the_browser_calls_the_tools_search_function(viewer, world, monkeypatch):
+    calls = []
+    real = sessions_search.find_messages
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "find_messages", spy)
+    viewer.get("/?q=nightly")
+    (call,) = calls
+    assert call["include_tools"] is True and call["limit"] == sessions_search.MAX_LIMIT
+
+
+def test_snippets_are_redacted(viewer, agents):
+    secret = "sk-" + "a1b2c3d4" * 6
+    add_messages(make_session("cron:keys"), user(f"the rotation key is {secret} please"))
+    (hit,) = hits_on(viewer.get("/?q=rotation"))
+    assert "sk-a1b" in hit["snippet"] and secret not in hit["snippet"]
+    assert secret not in viewer.get("/?q=rotation").content.decode()
+
+
+def test_tool_results_are_hits_as_the_transcript_shows_them(viewer, world):
+    (hit,) = hits_on(viewer.get("/?q=standup+title"))
+    assert hit["role"] == "toolResult" and hit["sessionKey"] == "agent:main:main"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("q=nightly&kind=cron", []),
+        ("q=nightly&kind=group", ["agent:main:discord:group:dev"] * 2),
+        ("q=nightly&channel=signal", []),
+        ("q=archived+nightly", []),  # the archived session is not searched by default
+        ("q=archived+nightly&archived=true", ["agent:main:signal:group:old"]),
+        ("q=archived+nightly&archived=all", ["agent:main:signal:group:old"]),
+    ],
+)
+def test_the_filters_select_the_sessions_searched(viewer, world, query, expected):
+    add_messages(world["old"], user("an archived nightly note"))
+    assert [h["sessionKey"] for h in hits_on(viewer.get(f"/?{query}"))] == expected
+
+
+def test_more_than_25_hits_say_so(viewer, agents):
+    add_messages(make_session("cron:many"), *[user(f"apple {i}") for i in range(30)])
+    response = viewer.get("/?q=apple")
+    assert len(hits_on(response)) == 25 and b'id="hits-more"' in response.content
+
+
+def test_no_text_no_hits_section_and_an_empty_search_says_so(viewer, world):
+    assert b'id="message-hits"' not in viewer.get("/").content
+    nothing = viewer.get("/?q=zzzznothing")
+    assert b'id="no-hits"' in nothing.content and hits_on(nothing) == []
+    assert b'id="no-hits"' in viewer.get("/?q=%27%3A%2A%21").content  # punctuation only
+
+
+def test_later_pages_of_sessions_do_not_repeat_the_hits(viewer, world):
+    add_messages(make_session("cron:a", label="nightly"), user("x"))
+    page = viewer.get("/?q=nightly&after=1.1")
+    assert page.status_code == 200 and b'id="message-hits"' not in page.content
+
+
+def test_the_key_settings_name_the_sessions(viewer, agents):
+    """A hit names its session as the rows do (display form), and the link opens it."""
+    config = GatewayConfig.load()
+    assert config.key_settings.default_agent_id == "main"
+    add_messages(make_session("main"), user("a kumquat on main"))
+    (hit,) = hits_on(viewer.get("/?q=kumquat"))
+    assert viewer.get(hit["url"]).status_code == 200
