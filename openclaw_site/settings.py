@@ -355,6 +355,10 @@ LOGGING = {
 OPENCLAW_API_RATE_LIMIT = int(os.environ.get("OPENCLAW_API_RATE_LIMIT", "20000"))
 OPENCLAW_API_RATE_WINDOW_SECONDS = int(os.environ.get("OPENCLAW_API_RATE_WINDOW_SECONDS", "60"))
 OPENCLAW_API_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_API_CONCURRENCY_LIMIT", "64"))
+# Requests at once, per web process, whose credential has not authenticated there yet (the
+# ASGI door, sessions_app/api/door.py): a flood of distinct bad keys costs at most this many
+# key lookups at a time.
+OPENCLAW_API_UNCHECKED_LIMIT = int(os.environ.get("OPENCLAW_API_UNCHECKED_LIMIT", "32"))
 OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
 OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
 # The cache the counters live in: local memory (per process) unless CACHES names a shared one.

@@ -24,12 +24,12 @@ from django.views.decorators.csrf import csrf_exempt
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, ToolError, Unauthenticated
 
-from ..identity import Requester, authenticate, requester_for
+from ..identity import Requester, requester_for
 from ..jsontext import dumps_bytes
 from ..models import ApiKey
 from ..runs.wait import WaitUnavailable
 from ..store import check_storable
-from . import ratelimit
+from . import door, ratelimit
 
 SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
 WWW_AUTHENTICATE = 'Bearer realm="openclaw-sessions"'
@@ -195,12 +195,13 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                     405, f"Use {' or '.join(methods)}", headers={"Allow": ", ".join(methods)}
                 )
             authorization = request.META.get("HTTP_AUTHORIZATION")
-            held = bool(getattr(request, "scope", {}).get(ratelimit.DOOR_PLACE))
+            scope = getattr(request, "scope", None)
+            held = bool((scope or {}).get(ratelimit.DOOR_PLACE))
             try:
                 async with ratelimit.before_auth(authorization, held=held) as busy:  # 429
                     if busy is not None:
                         return busy
-                    request.api_key = await db_step(authenticate)(authorization)
+                    request.api_key = await db_step(door.authenticate)(authorization, scope)
                     async with ratelimit.admitted(request.api_key) as refused:  # 429
                         if refused is not None:
                             return refused
