@@ -39,7 +39,7 @@ async def http_app(scope, receive, send):
         return
     # Every API request passes the door first: its credential's place and, for a credential
     # not yet seen to authenticate here, a place among the unchecked (sessions_app/api/door.py).
-    ticket = door.enter(_header(scope, b"authorization"))
+    ticket = await door.admit(_header(scope, b"authorization"))
     if not isinstance(ticket, door.Ticket):
         await _send_429(send, ticket)
         return

@@ -359,6 +359,9 @@ OPENCLAW_API_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_API_CONCURRENCY_LI
 # ASGI door, sessions_app/api/door.py): a flood of distinct bad keys costs at most this many
 # key lookups at a time.
 OPENCLAW_API_UNCHECKED_LIMIT = int(os.environ.get("OPENCLAW_API_UNCHECKED_LIMIT", "32"))
+# A request finding one of those counts full waits at the door this long for a place (when
+# fewer wait than the count has places), then 429.
+OPENCLAW_API_QUEUE_SECONDS = float(os.environ.get("OPENCLAW_API_QUEUE_SECONDS", "5"))
 OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
 OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
 # The cache the counters live in: local memory (per process) unless CACHES names a shared one.

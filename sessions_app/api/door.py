@@ -21,6 +21,10 @@ refuses the surplus with `429` + `Retry-After: 1` itself, by two counts per proc
   count, so clients already served are not refused because strangers flood the door; a
   credential refused since is forgotten.
 
+A request that finds its count full waits at the door for a place (`admit`), on the event loop,
+for up to `OPENCLAW_API_QUEUE_SECONDS` (5), if fewer requests wait for that count than it has
+places; otherwise, and after the wait, it is refused.
+
 Why these and not a per-address limit: behind a proxy every client has the proxy's address,
 and on one host (the benchmark, a local runtime) so do the flood and the other clients. Nor a
 cache of refused keys alone: distinct keys never repeat. 0 turns a count off.
@@ -28,7 +32,9 @@ cache of refused keys alone: distinct keys never repeat. 0 turns a count off.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -41,6 +47,8 @@ from ..models import ApiKey
 from . import ratelimit
 
 DEFAULT_UNCHECKED_LIMIT = 32
+DEFAULT_QUEUE_SECONDS = 5.0
+QUEUE_POLL_SECONDS = 0.05
 KNOWN_CREDENTIALS = 10_000
 # Where the door's ticket rides in the ASGI scope (ratelimit.before_auth: the place is taken).
 TICKET = ratelimit.DOOR_PLACE
@@ -48,6 +56,7 @@ TICKET = ratelimit.DOOR_PLACE
 _lock = threading.Lock()
 _unchecked = 0  # requests in flight here whose credential is not known yet
 _known: OrderedDict[str, None] = OrderedDict()  # digests of credentials that authenticated here
+_waiting: dict[tuple[str, str], int] = {}  # (count, credential or "") → requests waiting for it
 
 
 def unchecked_limit() -> int:
@@ -104,29 +113,80 @@ class Ticket:
         ratelimit.release_credential(self.credential)
 
 
-def enter(authorization: str | None) -> Ticket | bytes:
-    """At the door: the request's ticket, or the body of its 429 when a count is full."""
+CREDENTIAL, UNCHECKED = "credential", "unchecked"  # the two counts
+
+
+def _take(credential: str) -> Ticket | str:
+    """The request's ticket, or the name of the count that is full."""
     global _unchecked
-    credential = ratelimit.credential(authorization)
     if not ratelimit.take_credential(credential):
-        return ratelimit.too_many_body(
-            "too many concurrent requests: at most "
-            f"{ratelimit.concurrency_limit()} in flight for this API key"
-        )
+        return CREDENTIAL
     limit = unchecked_limit()
     with _lock:
-        if credential in _known:
-            return Ticket(credential, unchecked=False)
-        if limit <= 0:
+        if credential in _known or limit <= 0:
             return Ticket(credential, unchecked=False)
         if _unchecked < limit:
             _unchecked += 1
             return Ticket(credential, unchecked=True)
     ratelimit.release_credential(credential)
+    return UNCHECKED
+
+
+def refusal(count: str) -> bytes:
+    """The body of the door's 429 when `count` is full."""
+    if count == CREDENTIAL:
+        return ratelimit.too_many_body(
+            "too many concurrent requests: at most "
+            f"{ratelimit.concurrency_limit()} in flight for this API key"
+        )
     return ratelimit.too_many_body(
-        f"too many requests with API keys not checked yet: at most {limit} are checked at once "
-        "on this server process; retry shortly"
+        f"too many requests with API keys not checked yet: at most {unchecked_limit()} are "
+        "checked at once on this server process; retry shortly"
     )
+
+
+def enter(authorization: str | None) -> Ticket | bytes:
+    """At the door: the request's ticket, or the body of its 429 when a count is full."""
+    got = _take(ratelimit.credential(authorization))
+    return got if isinstance(got, Ticket) else refusal(got)
+
+
+def queue_seconds() -> float:
+    return float(getattr(settings, "OPENCLAW_API_QUEUE_SECONDS", DEFAULT_QUEUE_SECONDS))
+
+
+async def admit(authorization: str | None) -> Ticket | bytes:
+    """enter(), except that a request finding its count full waits for a place, on the event
+    loop (no thread, nothing of Django), for up to OPENCLAW_API_QUEUE_SECONDS, when fewer are
+    waiting for that count than it has places; then its 429. So a small burst of one key (its
+    hundred MCP clients opening together) gets in as places free up, while a large one is
+    still refused at once, and Django never holds more than the limit."""
+    credential = ratelimit.credential(authorization)
+    got = _take(credential)
+    if isinstance(got, Ticket):
+        return got
+    line = (CREDENTIAL, credential) if got == CREDENTIAL else (UNCHECKED, "")
+    room = ratelimit.concurrency_limit() if got == CREDENTIAL else unchecked_limit()
+    wait = queue_seconds()
+    with _lock:
+        if wait <= 0 or _waiting.get(line, 0) >= room:
+            return refusal(got)
+        _waiting[line] = _waiting.get(line, 0) + 1
+    try:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            await asyncio.sleep(QUEUE_POLL_SECONDS)
+            got = _take(credential)
+            if isinstance(got, Ticket):
+                return got
+        return refusal(got)
+    finally:
+        with _lock:
+            left = _waiting[line] - 1
+            if left:
+                _waiting[line] = left
+            else:
+                del _waiting[line]
 
 
 def authenticate(authorization: str | None, scope: dict | None) -> ApiKey:
@@ -158,6 +218,7 @@ def counts() -> dict[str, int]:
             "unchecked": _unchecked,
             "known": len(_known),
             "credentials": sum(ratelimit._by_credential.values()),
+            "waiting": sum(_waiting.values()),
         }
 
 
@@ -167,4 +228,4 @@ def forget() -> None:
         _known.clear()
 
 
-__all__ = ["Ticket", "authenticate", "counts", "enter", "forget", "is_stream"]
+__all__ = ["Ticket", "admit", "authenticate", "counts", "enter", "forget", "is_stream"]

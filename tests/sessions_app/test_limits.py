@@ -18,6 +18,12 @@ from sessions_app.models import ApiKey
 from tests.ui.test_create_ui_user import run as create_ui_user
 
 
+@pytest.fixture(autouse=True)
+def _refuse_at_once(settings):
+    """The door refuses a full count at once here (its short wait has a test of its own)."""
+    settings.OPENCLAW_API_QUEUE_SECONDS = 0
+
+
 def assert_429(response, text: str) -> None:
     assert response.status_code == 429, response.content
     assert int(response["Retry-After"]) >= 1
@@ -241,7 +247,7 @@ def door_state():
     door.forget()
     yield door
     door.forget()
-    assert door.counts() == {"unchecked": 0, "known": 0, "credentials": 0}  # all given back
+    assert door.counts() == {"unchecked": 0, "known": 0, "credentials": 0, "waiting": 0}
 
 
 def stand_in(monkeypatch, *, stream: bool = False):
@@ -336,6 +342,36 @@ def test_every_api_endpoint_is_gated_at_the_door(
     statuses = burst_statuses(application, inside, release, requests, entering=2)
     assert sorted(statuses) == [200, 200] + [429] * 8
     assert len(inside) == 2
+
+
+def test_a_small_burst_waits_at_the_door_for_a_place(db, settings, monkeypatch, door_state):
+    """Over the limit, as many requests as the count has places wait for one (no thread, no
+    Django) instead of a 429, so a key's hundred MCP clients opening together get in; the rest
+    of a large burst are refused at once. Django never holds more than the limit."""
+    import openclaw_site.asgi as entry
+
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 2
+    settings.OPENCLAW_API_QUEUE_SECONDS = 5
+    inside, most = [0], [0]
+
+    async def brief_app(scope, receive, send):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        await asyncio.sleep(0.2)
+        inside[0] -= 1
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    monkeypatch.setattr(entry, "api_app", brief_app)
+
+    async def burst():
+        auth = "Bearer ocs_000000000000_same"
+        calls = [_asgi(entry.application, "/api/v1/agents/", auth, method="GET") for _ in range(10)]
+        return await asyncio.gather(*calls)
+
+    statuses = asyncio.run(burst())
+    assert sorted(statuses) == [200] * 4 + [429] * 6
+    assert most[0] == 2
 
 
 def test_a_stream_gives_its_place_back_once_it_runs(db, settings, monkeypatch, door_state):
