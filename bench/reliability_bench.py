@@ -3,17 +3,23 @@
 killed with runs in flight.
 
     .venv/bin/python bench/reliability_bench.py [--only pg-redis] [--waits 10000] [--bad-keys 3000]
+        [--distinct-keys 3000] [--ungated 3000] [--burst-only]
 
 For each configuration (send_bench's databases: `sendbench` / var/sendbench, Redis db 7; never
 the development ones) it builds a fresh database with a scripted agent and starts the server
 (`manage.py serve`'s uvicorn, one process).
 
-1. **Burst.** One run stays queued (no worker yet); `--waits` clients open
-   `GET /api/v1/runs/{id}/wait/?timeout=N` on it at once and `--bad-keys` clients send
-   `POST /tools/invoke` with a wrong key, all concurrently (raw asyncio sockets, one connection
-   each). Meanwhile another client (a key of its own) lists sessions
-   (`GET /api/v1/sessions/?limit=5`) every 50 ms. Reported: the statuses of every burst request (no 5xx allowed) and the probe's
-   latency p50/p95/max during the burst.
+1. **Bursts**, one after the other (raw asyncio sockets, one connection per request), each while
+   another client (a key of its own) lists sessions (`GET /api/v1/sessions/?limit=5`) every
+   50 ms. Reported: the statuses of every burst request (no 5xx allowed) and the other
+   client's latency p50/p95/max during the burst.
+   - One run stays queued (no worker yet); `--waits` clients open
+     `GET /api/v1/runs/{id}/wait/?timeout=N` on it at once and `--bad-keys` clients send
+     `POST /tools/invoke` with one wrong key.
+   - `--distinct-keys` clients send `POST /tools/invoke`, each with a different well-formed
+     key (each one a key lookup if it reached Django).
+   - `--ungated` clients list sessions with one valid key (`GET /api/v1/sessions/?limit=5`, an
+     endpoint that does not wait).
 2. **Worker killed.** A worker cluster (2 processes) starts; `--sends` sends of a turn that takes
    2 s are started at once (timeoutSeconds 0). When some are running, the worker process
    running one is killed with SIGKILL (django-q2 starts a new one). Reported: how each run
@@ -170,9 +176,9 @@ def probe_figures(samples: list[tuple[int, float, float]], burst_started: float)
     }
 
 
-async def burst(
-    port: int, token: str, probe_token: str, run_id: str, waits: int, bad_keys: int, wait_s: int
-) -> dict:
+async def burst(port: int, probe_token: str, groups: dict[str, list]) -> dict:
+    """Send every request of `groups` (name → coroutines, one connection each) at once, while
+    the probe processes measure another client. Statuses per group; no 5xx allowed."""
     ctx = multiprocessing.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
     probes = {
@@ -182,28 +188,54 @@ async def burst(
     for process in probes.values():
         process.start()
     await asyncio.sleep(2)
-    body = json.dumps({"tool": "sessions_list", "args": {}}).encode()
     started = time.monotonic()
-    requests = [
-        raw_request(port, "GET", f"/api/v1/runs/{run_id}/wait/?timeout={wait_s}", token)
-        for _ in range(waits)
-    ] + [raw_request(port, "POST", "/tools/invoke", "not-a-key", body) for _ in range(bad_keys)]
-    results = await asyncio.gather(*requests)
+    results = await asyncio.gather(*(r for requests in groups.values() for r in requests))
     elapsed = time.monotonic() - started
     stop.set()
     collected = dict(out.get(timeout=60) for _ in probes)
     for process in probes.values():
         process.join(10)
-    wait_statuses = Counter(s for s, _ in results[:waits])
-    bad_statuses = Counter(s for s, _ in results[waits:])
+    statuses, at = {}, 0
+    for name, requests in groups.items():
+        statuses[name] = Counter(s for s, _ in results[at : at + len(requests)])
+        at += len(requests)
     return {
-        "waits": waits,
-        "bad_keys": bad_keys,
+        "requests": {name: len(requests) for name, requests in groups.items()},
         "burst_s": round(elapsed, 1),
-        "wait_statuses": dict(wait_statuses),
-        "bad_key_statuses": dict(bad_statuses),
-        "server_errors": sum(n for s, n in (wait_statuses + bad_statuses).items() if s >= 500),
+        "statuses": {name: dict(counts) for name, counts in statuses.items()},
+        "server_errors": sum(n for c in statuses.values() for s, n in c.items() if s >= 500),
         "probe": {mode: probe_figures(samples, started) for mode, samples in collected.items()},
+    }
+
+
+def waits_and_bad_keys(port: int, token: str, run_id: str, args) -> dict[str, list]:
+    """10,000 waits on one run and 3,000 requests of one bad credential (issue 16)."""
+    body = json.dumps({"tool": "sessions_list", "args": {}}).encode()
+    wait = f"/api/v1/runs/{run_id}/wait/?timeout={args.wait_seconds}"
+    return {
+        "waits": [raw_request(port, "GET", wait, token) for _ in range(args.waits)],
+        "bad keys": [
+            raw_request(port, "POST", "/tools/invoke", "not-a-key", body)
+            for _ in range(args.bad_keys)
+        ],
+    }
+
+
+def distinct_bad_keys(port: int, count: int) -> dict[str, list]:
+    """`count` requests each with a different well-formed key (each would cost a lookup)."""
+    body = json.dumps({"tool": "sessions_list", "args": {}}).encode()
+    keys = [f"ocs_{os.urandom(6).hex()}_{os.urandom(24).hex()}" for _ in range(count)]
+    return {
+        "distinct bad keys": [raw_request(port, "POST", "/tools/invoke", k, body) for k in keys]
+    }
+
+
+def ungated(port: int, token: str, count: int) -> dict[str, list]:
+    """`count` requests of one valid key at an endpoint that cannot wait (a list)."""
+    return {
+        "lists, one key": [
+            raw_request(port, "GET", "/api/v1/sessions/?limit=5", token) for _ in range(count)
+        ]
     }
 
 
@@ -401,12 +433,20 @@ def bench(name: str, args) -> dict:
     try:
         procs.start(worker=False)
         run_id = start_send(procs.port, token, "wait for me")  # no worker: it stays queued
-        result["burst"] = asyncio.run(
-            burst(
-                procs.port, token, probe_token, run_id, args.waits, args.bad_keys, args.wait_seconds
-            )
-        )
-        print(json.dumps(result["burst"]), flush=True)
+        port = procs.port
+        phases = {
+            "waits + bad keys": lambda: waits_and_bad_keys(port, token, run_id, args),
+            "distinct bad keys": lambda: distinct_bad_keys(port, args.distinct_keys),
+            "ungated endpoint": lambda: ungated(port, token, args.ungated),
+        }
+        result["bursts"] = {}
+        for name, groups in phases.items():
+            made = groups()
+            if not any(made.values()):
+                continue
+            result["bursts"][name] = asyncio.run(burst(port, probe_token, made))
+            print(name, json.dumps(result["bursts"][name]), flush=True)
+            time.sleep(args.wait_seconds if name == "waits + bad keys" else 2)  # let it drain
         if args.burst_only:
             return result
         procs.start_worker()
@@ -421,29 +461,30 @@ def bench(name: str, args) -> dict:
 
 def markdown(results: list[dict]) -> str:
     lines = [
-        "| configuration | waits + bad keys | 5xx | wait statuses | bad-key statuses "
+        "| configuration | burst | requests | 5xx | statuses "
         "| another client, keep-alive: p50 / p95 / max | ... new connection each request |",
-        "|---|---:|---:|---|---|---:|---:|",
+        "|---|---|---:|---:|---|---:|---:|",
     ]
     for r in results:
-        b = r["burst"]
-        lines.append(
-            f"| {r['title']} | {b['waits']} + {b['bad_keys']} | **{b['server_errors']}** | "
-            f"{b['wait_statuses']} | {b['bad_key_statuses']} | "
-            + " | ".join(
-                f"{p['p50_ms']} / **{p['p95_ms']}** / {p['max_ms']} ms"
-                for p in (b["probe"]["keep_alive"], b["probe"]["new_connection"])
+        for name, b in r.get("bursts", {}).items():
+            lines.append(
+                f"| {r['title']} | {name} | "
+                + " + ".join(str(n) for n in b["requests"].values())
+                + f" | **{b['server_errors']}** | {b['statuses']} | "
+                + " | ".join(
+                    f"{p['p50_ms']} / **{p['p95_ms']}** / {p['max_ms']} ms"
+                    for p in (b["probe"]["keep_alive"], b["probe"]["new_connection"])
+                )
+                + " |"
             )
-            + " |"
-        )
-    lines += [
-        "",
-        "| configuration | sends | in flight on the killed worker | ended | killed runs ended after | lost | duplicated |",
-        "|---|---:|---:|---|---|---:|---:|",
-    ]
-    for r in results:
-        if "killed_worker" not in r:
-            continue
+    killed = [r for r in results if "killed_worker" in r]
+    if killed:
+        lines += [
+            "",
+            "| configuration | sends | in flight on the killed worker | ended | killed runs ended after | lost | duplicated |",
+            "|---|---:|---:|---|---|---:|---:|",
+        ]
+    for r in killed:
         k = r["killed_worker"]
         lines.append(
             f"| {r['title']} | {k['sends']} | {k['runs_in_flight_on_it']} | {k['ended']} | "
@@ -470,6 +511,12 @@ def main(argv=None) -> int:
     parser.add_argument("--only", choices=sorted(CONFIGS))
     parser.add_argument("--waits", type=int, default=10000)
     parser.add_argument("--bad-keys", type=int, default=3000)
+    parser.add_argument(
+        "--distinct-keys", type=int, default=3000, help="a burst of different bad keys (0: skip)"
+    )
+    parser.add_argument(
+        "--ungated", type=int, default=3000, help="a burst of one key at a list (0: skip)"
+    )
     parser.add_argument("--wait-seconds", type=int, default=20)
     parser.add_argument("--sends", type=int, default=12)
     parser.add_argument(

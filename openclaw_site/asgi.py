@@ -1,5 +1,4 @@
 import os
-import re
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openclaw_site.settings")
 
@@ -13,7 +12,7 @@ from django.urls import path  # noqa: E402
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from openclaw_site.middleware import ApiHandler, is_api_request  # noqa: E402
-from sessions_app.api import ratelimit  # noqa: E402
+from sessions_app.api import door  # noqa: E402
 from sessions_app.live.consumer import websocket_app  # noqa: E402
 from sessions_app.mcp.paths import is_mcp_path  # noqa: E402
 
@@ -21,35 +20,39 @@ from sessions_app.mcp.paths import is_mcp_path  # noqa: E402
 api_app = ApiHandler()
 
 
-# The endpoints whose requests can wait (sends, run waits, /tools/invoke): each takes one of its
-# credential's places at the door, and a credential holding all of them is answered there
-# (sessions_app/api/ratelimit.py take_door_place).
-_GATED = re.compile(r"/tools/invoke$|/api/v1/runs/|/api/v1/sessions/.+/send/$")
+async def mcp_app(scope, receive, send):
+    # Imported on the first MCP request: the SDK is most of a second of every web process's
+    # start, and most never serve MCP.
+    from sessions_app.mcp.http import mcp_app as app
+
+    await app(scope, receive, send)
 
 
 async def http_app(scope, receive, send):
     # /mcp/ is the MCP SDK's streamable HTTP transport (API keys only; docs/mcp.md).
     if is_mcp_path(scope):
-        # Imported on the first MCP request: the SDK is most of a second of every web
-        # process's start, and most never serve MCP.
-        from sessions_app.mcp.http import mcp_app
+        app = mcp_app
+    elif is_api_request(scope):
+        app = api_app
+    else:
+        await django_asgi_app(scope, receive, send)  # pages: cookies, the full stack
+        return
+    # Every API request passes the door first: its credential's place and, for a credential
+    # not yet seen to authenticate here, a place among the unchecked (sessions_app/api/door.py).
+    ticket = await door.admit(_header(scope, b"authorization"))
+    if not isinstance(ticket, door.Ticket):
+        await _send_429(send, ticket)
+        return
 
-        await mcp_app(scope, receive, send)
-        return
-    app = api_app if is_api_request(scope) else django_asgi_app
-    if not _GATED.match(scope.get("path", "")):
-        await app(scope, receive, send)
-        return
-    # The credential's place is taken here and held until the response is done.
-    authorization = _header(scope, b"authorization")
-    refused = ratelimit.take_door_place(authorization)
-    if refused is not None:
-        await _send_429(send, refused)
-        return
+    async def send_through(message):
+        if message["type"] == "http.response.start":
+            ticket.response_started(stream=door.is_stream(message))
+        await send(message)
+
     try:
-        await app({**scope, ratelimit.DOOR_PLACE: True}, receive, send)
+        await app({**scope, door.TICKET: ticket}, receive, send_through)
     finally:
-        ratelimit.release_door_place(authorization)
+        ticket.leave()
 
 
 def _header(scope, name: bytes) -> str | None:

@@ -355,11 +355,58 @@ LOGGING = {
 OPENCLAW_API_RATE_LIMIT = int(os.environ.get("OPENCLAW_API_RATE_LIMIT", "20000"))
 OPENCLAW_API_RATE_WINDOW_SECONDS = int(os.environ.get("OPENCLAW_API_RATE_WINDOW_SECONDS", "60"))
 OPENCLAW_API_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_API_CONCURRENCY_LIMIT", "64"))
+# Requests at once, per web process, whose credential has not authenticated there yet (the
+# ASGI door, sessions_app/api/door.py): a flood of distinct bad keys costs at most this many
+# key lookups at a time.
+OPENCLAW_API_UNCHECKED_LIMIT = int(os.environ.get("OPENCLAW_API_UNCHECKED_LIMIT", "32"))
+# A request finding one of those counts full waits at the door this long for a place (when
+# fewer wait than the count has places), then 429.
+OPENCLAW_API_QUEUE_SECONDS = float(os.environ.get("OPENCLAW_API_QUEUE_SECONDS", "5"))
 OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
 OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
 # The cache the counters live in: local memory (per process) unless CACHES names a shared one.
 OPENCLAW_LIMITS_CACHE = os.environ.get("OPENCLAW_LIMITS_CACHE", "default")
 OPENCLAW_MAX_JSON_DEPTH = int(os.environ.get("OPENCLAW_MAX_JSON_DEPTH", "64"))
+
+
+def _env_seconds(name: str, default: float, *, whole: bool = False) -> float:
+    """A positive number of seconds from the environment, or a start-time error naming it (a
+    typo here would otherwise end live runs or never end dead ones, silently)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        value = 0
+    if not 0 < value < float("inf"):  # (also refuses nan)
+        kind = "a whole number of seconds" if whole else "a number of seconds"
+        raise ImproperlyConfigured(f"{name} must be {kind} above 0 (got {raw!r})")
+    return value
+
+
+# --- Runs surviving failures (docs/reliability.md "Reliability"; sessions_app/runs/) ---------
+# A running run's worker stamps its heartbeat this often; the watchdog thread of every worker
+# looks every RUN_WATCH_SECONDS and ends a run whose heartbeat is RUN_DEAD_AFTER_SECONDS old
+# (its worker died), and enqueues again a queued run left unclaimed for RUN_ORPHAN_AFTER_SECONDS
+# (its task was lost). The minute sweep is the backstop, after RUN_HEARTBEAT_TIMEOUT_SECONDS and
+# RUN_REQUEUE_AFTER_SECONDS. A run rides out a database outage for up to RUN_DB_OUTAGE_SECONDS.
+RUN_HEARTBEAT_SECONDS = _env_seconds("RUN_HEARTBEAT_SECONDS", 2)
+RUN_WATCH_SECONDS = _env_seconds("RUN_WATCH_SECONDS", 2)
+RUN_DEAD_AFTER_SECONDS = int(_env_seconds("RUN_DEAD_AFTER_SECONDS", 10, whole=True))
+RUN_ORPHAN_AFTER_SECONDS = int(_env_seconds("RUN_ORPHAN_AFTER_SECONDS", 10, whole=True))
+RUN_HEARTBEAT_TIMEOUT_SECONDS = int(_env_seconds("RUN_HEARTBEAT_TIMEOUT_SECONDS", 60, whole=True))
+RUN_REQUEUE_AFTER_SECONDS = int(_env_seconds("RUN_REQUEUE_AFTER_SECONDS", 120, whole=True))
+RUN_DB_OUTAGE_SECONDS = _env_seconds("RUN_DB_OUTAGE_SECONDS", 30)
+# A live run misses a beat now and then (a slow query, a pause): judging it dead after less
+# than two beats would end runs whose worker is fine.
+for _judge in ("RUN_DEAD_AFTER_SECONDS", "RUN_HEARTBEAT_TIMEOUT_SECONDS"):
+    if globals()[_judge] < 2 * RUN_HEARTBEAT_SECONDS:
+        raise ImproperlyConfigured(
+            f"{_judge} ({globals()[_judge]}) must be at least twice RUN_HEARTBEAT_SECONDS "
+            f"({RUN_HEARTBEAT_SECONDS}), or runs whose worker is alive are ended as dead"
+        )
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {

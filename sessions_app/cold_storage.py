@@ -90,6 +90,9 @@ class TranscriptUnavailable(Refusal):
 
     http_status = 503
     error_type = "transcript_unavailable"
+    # Retry-After: not the database's second; the file comes back only when an operator puts
+    # it back, so clients asking again every second would only add load.
+    retry_after = 60
 
 
 def cold_dir() -> Path:

@@ -115,6 +115,9 @@ class Api:
         data = body if isinstance(body, bytes | str) else json.dumps(body)
         return self.client.put(path, data, content_type="application/json", **self.headers(headers))
 
+    def delete(self, path: str, **headers):
+        return self.client.delete(path, **self.headers(headers))
+
 
 @pytest.fixture(autouse=True)
 def _fresh_limits(settings):

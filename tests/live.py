@@ -175,10 +175,11 @@ class LiveWorker:
         end_database_sessions(self.app_name)
 
 
-def start_worker(*, workers: int = 2) -> LiveWorker:
-    """A django-q2 cluster (`manage.py qcluster`) on the test database, in its own process group."""
+def start_worker(*, workers: int = 2, env: dict[str, str] | None = None) -> LiveWorker:
+    """A django-q2 cluster (`manage.py qcluster`) on the test database, in its own process group
+    (`env`: more environment, e.g. a setting)."""
     app_name = unique_app_name("worker")
-    env = child_env(PGAPPNAME=app_name)
+    env = child_env(**{**(env or {}), "PGAPPNAME": app_name})
     env["Q_WORKERS"] = str(workers)
     process = subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"],

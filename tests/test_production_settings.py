@@ -21,7 +21,7 @@ def manage(*args: str, env: dict[str, str], var_dir: Path) -> subprocess.Complet
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("PYTEST", "OPENCLAW_", "SECURE_"))
+        if not k.startswith(("PYTEST", "OPENCLAW_", "SECURE_", "RUN_"))
         and k not in {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "DEBUG"}
     }
     clean.update({"OPENCLAW_VAR_DIR": str(var_dir), **env})
@@ -110,6 +110,58 @@ def test_https_switches(tmp_path, env, expected):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == expected
+
+
+# --- runs surviving failures (docs/reliability.md) --------------------------------------------
+
+RUN_SETTINGS = (
+    "from sessions_app.runs import engine, outage, sweeper, watchdog; "
+    "print(engine.HEARTBEAT_SECONDS, watchdog.interval(), watchdog.dead_after(), "
+    "watchdog.orphan_after(), sweeper.HEARTBEAT_TIMEOUT_SECONDS, sweeper.REQUEUE_AFTER_SECONDS, "
+    "outage.bound_seconds())"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "2 2.0 10 10 60 120 30.0"),
+        (
+            {
+                "RUN_HEARTBEAT_SECONDS": "1.5",
+                "RUN_WATCH_SECONDS": "0.5",
+                "RUN_DEAD_AFTER_SECONDS": "6",
+                "RUN_ORPHAN_AFTER_SECONDS": "4",
+                "RUN_HEARTBEAT_TIMEOUT_SECONDS": "90",
+                "RUN_REQUEUE_AFTER_SECONDS": "300",
+                "RUN_DB_OUTAGE_SECONDS": "2.5",
+            },
+            "1.5 0.5 6 4 90 300 2.5",
+        ),
+    ],
+    ids=["defaults", "from the environment"],
+)
+def test_the_run_failure_settings_come_from_the_environment(tmp_path, env, expected):
+    """An operator tunes how long a run rides out an outage and how soon a dead worker's runs
+    are dealt with (they were documented but read from nowhere: the defaults always held)."""
+    done = manage("shell", "-c", RUN_SETTINGS, env=env, var_dir=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RUN_DB_OUTAGE_SECONDS": "soon"}, "RUN_DB_OUTAGE_SECONDS must be a number of seconds"),
+        ({"RUN_DB_OUTAGE_SECONDS": "0"}, "RUN_DB_OUTAGE_SECONDS must be a number of seconds"),
+        ({"RUN_ORPHAN_AFTER_SECONDS": "2.5"}, "RUN_ORPHAN_AFTER_SECONDS must be a whole number"),
+        ({"RUN_DEAD_AFTER_SECONDS": "3"}, "must be at least twice RUN_HEARTBEAT_SECONDS (2)"),
+    ],
+)
+def test_a_bad_run_setting_stops_the_start_with_its_name(tmp_path, env, message):
+    done = manage("check", env=env, var_dir=tmp_path)
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and message in done.stderr
 
 
 # --- Content-Security-Policy ---------------------------------------------------------------------

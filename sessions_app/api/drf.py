@@ -14,10 +14,9 @@ from rest_framework.renderers import JSONRenderer
 from openclaw_common.errors import InvalidArgument, Unauthenticated
 
 from ..args import Args
-from ..identity import authenticate
 from ..jsontext import dumps_bytes
 from ..models import ApiKey
-from . import http, ratelimit
+from . import door, http, ratelimit
 
 
 class KeyUser:
@@ -35,7 +34,8 @@ class KeyUser:
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
-        api_key = authenticate(request.META.get("HTTP_AUTHORIZATION"))
+        scope = getattr(request._request, "scope", None)  # the ASGI door's ticket rides there
+        api_key = door.authenticate(request.META.get("HTTP_AUTHORIZATION"), scope)
         ratelimit.check_rate(api_key.pk)
         return KeyUser(api_key), api_key
 

@@ -24,12 +24,12 @@ from django.views.decorators.csrf import csrf_exempt
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, ToolError, Unauthenticated
 
-from ..identity import Requester, authenticate, requester_for
+from ..identity import Requester, requester_for
 from ..jsontext import dumps_bytes
 from ..models import ApiKey
 from ..runs.wait import WaitUnavailable
 from ..store import check_storable
-from . import ratelimit
+from . import door, ratelimit
 
 SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
 WWW_AUTHENTICATE = 'Bearer realm="openclaw-sessions"'
@@ -63,9 +63,16 @@ def envelope(error_type: str, message: str) -> dict:
     return {"ok": False, "error": {"type": error_type, "message": message}}
 
 
+# A 503 always tells the client when to come back (issue 16 item 13): the database or the pool
+# is back within seconds, or the answer says otherwise (a lost cold archive: a minute).
+RETRY_AFTER_UNAVAILABLE = "1"
+
+
 def error_json(
     status: int, message: str, error_type: str | None = None, headers: dict | None = None
 ):
+    if status == 503:
+        headers = {"Retry-After": RETRY_AFTER_UNAVAILABLE, **(headers or {})}
     return json_response(
         envelope(error_type or ERROR_TYPES.get(status, "error"), message), status, headers
     )
@@ -79,15 +86,17 @@ def error_response(exc: BaseException, *, invalid_type: str | None = None) -> Ht
         return error_json(401, exc.message, headers={"WWW-Authenticate": WWW_AUTHENTICATE})
     if isinstance(exc, ToolError):
         error_type = invalid_type if invalid_type and exc.http_status == 400 else exc.error_type
-        return error_json(exc.http_status, exc.message, error_type)
+        retry_after = getattr(exc, "retry_after", None)
+        headers = {"Retry-After": str(retry_after)} if retry_after else None
+        return error_json(exc.http_status, exc.message, error_type, headers)
     if isinstance(exc, RequestDataTooBig):
         return error_json(413, TOO_LARGE)
     if isinstance(exc, WaitUnavailable):
         # During a wait: the run exists and goes on; the client rejoins it by this id.
         body = {**envelope("unavailable", UNAVAILABLE), "runId": exc.run_id}
-        return json_response(body, 503, {"Retry-After": "1"})
+        return json_response(body, 503, {"Retry-After": RETRY_AFTER_UNAVAILABLE})
     if is_unavailable(exc):
-        return error_json(503, UNAVAILABLE, headers={"Retry-After": "1"})
+        return error_json(503, UNAVAILABLE)
     return None
 
 
@@ -186,12 +195,13 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                     405, f"Use {' or '.join(methods)}", headers={"Allow": ", ".join(methods)}
                 )
             authorization = request.META.get("HTTP_AUTHORIZATION")
-            held = bool(getattr(request, "scope", {}).get(ratelimit.DOOR_PLACE))
+            scope = getattr(request, "scope", None)
+            held = bool((scope or {}).get(ratelimit.DOOR_PLACE))
             try:
                 async with ratelimit.before_auth(authorization, held=held) as busy:  # 429
                     if busy is not None:
                         return busy
-                    request.api_key = await db_step(authenticate)(authorization)
+                    request.api_key = await db_step(door.authenticate)(authorization, scope)
                     async with ratelimit.admitted(request.api_key) as refused:  # 429
                         if refused is not None:
                             return refused

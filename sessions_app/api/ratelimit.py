@@ -6,7 +6,8 @@
   async views, `/tools/invoke`, and WebSocket authentications.
 - **Concurrency**: at most `OPENCLAW_API_CONCURRENCY_LIMIT` requests of one key in flight in one
   process on the endpoints that can wait (`/tools/invoke`, `…/send/`, `runs/…`): a key cannot
-  tie up the server with waiting sends.
+  tie up the server with waiting sends. The ASGI door (api/door.py) counts the same limit per
+  credential on every API request, before Django, with the places kept here.
 
 0 turns a limit off. The embedded default (no Redis) uses Django's local-memory cache, so with
 several web processes each counts for itself; point `OPENCLAW_LIMITS_CACHE` at a shared cache to
@@ -130,33 +131,33 @@ def too_many(exc: RateLimited) -> HttpResponse:
     )
 
 
-def _credential(authorization: str | None) -> str:
+def credential(authorization: str | None) -> str:
+    """The digest an Authorization header is counted by (valid or not)."""
     return hashlib.sha256((authorization or "").encode("utf-8", "replace")).hexdigest()
 
 
-# Set in an ASGI scope when the door (openclaw_site/asgi.py) holds the request's credential place.
-DOOR_PLACE = "openclaw.credential_place"
+def concurrency_limit() -> int:
+    return _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
 
 
-def take_door_place(authorization: str | None) -> bytes | None:
-    """At the ASGI entry, before Django builds a request: take one of this credential's places
-    for the whole request (give it back with release_door_place), or the 429 body when they are
-    all taken.
+def take_credential(digest: str) -> bool:
+    """One of the credential's OPENCLAW_API_CONCURRENCY_LIMIT places (the ASGI door,
+    sessions_app/api/door.py), or False when they are all taken."""
+    return _acquire(digest, _by_credential)
 
-    Taken here, not only looked at: a burst arrives all at once, before any of its requests has
-    reached a view, so a look found every place free and let the whole burst into Django. Each
-    request there gets a thread of its own (asgiref's per-request executor) and another to join
-    it: 5,000 requests left 3,000 threads alive and the other clients' requests waiting up to
-    17 s (issue 16, docs/reliability.md)."""
-    if _acquire(_credential(authorization), _by_credential):
-        return None
-    limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
-    message = f"too many concurrent requests: at most {limit} in flight for this API key"
+
+def release_credential(digest: str) -> None:
+    _release(digest, _by_credential)
+
+
+def too_many_body(message: str) -> bytes:
+    """The envelope of a 429 the door writes itself, before Django."""
     return dumps_bytes({"ok": False, "error": {"type": RateLimited.error_type, "message": message}})
 
 
-def release_door_place(authorization: str | None) -> None:
-    _release(_credential(authorization), _by_credential)
+# Set in an ASGI scope when the door (openclaw_site/asgi.py, api/door.py) holds the request's
+# credential place: its ticket.
+DOOR_PLACE = "openclaw.credential_place"
 
 
 @contextlib.asynccontextmanager
@@ -171,10 +172,10 @@ async def before_auth(
     sent at once would otherwise queue every other client's requests behind their lookups.
     Counted by a digest of the header, so a burst of one credential costs at most `limit`
     lookups however large it is."""
-    if held:  # the ASGI door took this request's place (take_door_place)
+    if held:  # the ASGI door took this request's place (api/door.py)
         yield None
         return
-    async with _place(_credential(authorization), _by_credential) as refused:
+    async with _place(credential(authorization), _by_credential) as refused:
         yield refused
 
 

@@ -24,8 +24,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from openclaw_common.errors import ToolError, Unauthenticated
 
+from ..api import door
 from ..api.http import UNAVAILABLE, WWW_AUTHENTICATE, envelope, is_unavailable
-from ..identity import Requester, authenticate, requester_for
+from ..identity import Requester, requester_for
 from ..jsontext import dumps_bytes
 from .server import build_server, in_thread
 
@@ -96,7 +97,7 @@ class McpApp:
         headers = dict(scope.get("headers") or [])
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
         try:
-            api_key = await in_thread(authenticate)(authorization)
+            api_key = await in_thread(door.authenticate)(authorization, scope)
         except ToolError as exc:  # Unauthenticated: one text for missing, bad and revoked keys
             await _respond(
                 send,

@@ -246,20 +246,54 @@ def _execute_one(run: Run | str, lane: str) -> str:
         finish_run(run, Run.ERROR, error=str(exc) or "agent error")
         return Run.ERROR
     except outage.DatabaseUnreachable as exc:
-        finish_run(run, Run.ERROR, error=str(exc))
-        return Run.ERROR
+        return fail_after_outage(run, str(exc))
     except Exception as exc:  # a bug must end the run, not leave it running for the sweeper
         log.exception("run %s failed", run_id)
         finish_run(run, Run.ERROR, error=f"internal error: {type(exc).__name__}: {exc}")
         return Run.ERROR
     try:
         return complete_run(run, output)
+    except outage.DatabaseUnreachable as exc:
+        return fail_after_outage(run, str(exc))
     except Exception as exc:  # never leave a run "running" for the sweeper to misreport
         log.exception("finishing run %s failed", run_id)
         finish_run(
             run, Run.ERROR, error=f"the run could not be finished: {type(exc).__name__}: {exc}"
         )
         return Run.ERROR
+
+
+# Runs this process ended for a database outage but could not write so, the database being
+# still away: run id → (run, error). The process's watchdog writes them once it answers.
+_unwritten_ends: dict[uuid.UUID, tuple[Run, str]] = {}
+_unwritten_lock = threading.Lock()
+
+
+def fail_after_outage(run: Run, error: str) -> str:
+    """End `run` as error with `error` (the outage that outlasted RUN_DB_OUTAGE_SECONDS). The
+    finish waits out the bound once more; if the database is still away, the ending is kept
+    for write_unwritten_ends, so the run does not sit "running" until a watchdog ends it as a
+    dead worker's, the false reason (issue 16 item 11)."""
+    try:
+        finish_run(run, Run.ERROR, error=error)
+    except outage.DatabaseUnreachable:
+        log.warning("run %s ended (%s); written when the database is back", run.pk, error)
+        with _unwritten_lock:
+            _unwritten_ends[run.pk] = (run, error)
+    return Run.ERROR
+
+
+def write_unwritten_ends() -> int:
+    """The endings fail_after_outage could not write, written now (the watchdog calls this as
+    soon as the database answers). One that fails again is kept for the next call."""
+    with _unwritten_lock:
+        pending = list(_unwritten_ends.values())
+    written = 0
+    for run, error in pending:
+        written += finish_run(run, Run.ERROR, error=error)  # raises while the database is away
+        with _unwritten_lock:
+            _unwritten_ends.pop(run.pk, None)
+    return written
 
 
 def timeout_text(run: Run) -> str:
@@ -389,7 +423,9 @@ def abort_checker(run: Run) -> Callable[[], None]:
             # when it is back (outage.py). Past the bound, the run ends saying so.
             if watch.skipped(exc):
                 return
-            raise outage.DatabaseUnreachable(outage.reason(exc, outage.bound_seconds())) from exc
+            raise outage.DatabaseUnreachable(
+                outage.reason(exc, outage.bound_seconds(), outage.DURING_TURN)
+            ) from exc
         watch.ok()
         if status != Run.RUNNING:
             raise TurnAborted("aborted")

@@ -7,8 +7,10 @@ connection): a run in flight keeps going and finishes, instead of dying with the
   database answers, for up to RUN_DB_OUTAGE_SECONDS (default 30). It rolled back whole, so
   doing it again is safe.
 - A tool call the model makes meanwhile gets an error result it can act on, not a dead run.
-- Past the bound, the run ends (if the database lets it) with the true reason: the database was
-  unreachable, not "the worker stopped".
+- Past the bound, the run ends with the true reason: the database was unreachable, not "the
+  worker stopped". If the database is still away then, the worker keeps that ending and its
+  watchdog writes it as soon as the database answers (engine.fail_after_outage), before any
+  watchdog could take the silent run for a dead worker's.
 
 Contention (a deadlock, SQLite's "database is locked") is not an outage: engine.retrying handles
 it with a few quick tries.
@@ -58,9 +60,15 @@ def reset_connection() -> None:
             connection.close()
 
 
-def reason(exc: BaseException, seconds: float) -> str:
+WHILE_FINISHING = "while the run finished"
+DURING_TURN = "during the turn"
+
+
+def reason(exc: BaseException, seconds: float, during: str = WHILE_FINISHING) -> str:
+    """The run's error when an outage outlasted the bound: what happened, for how long, when,
+    and the driver's own words (first line)."""
     first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-    return f"the database was unreachable for {seconds:.0f}s while the run finished: {first_line}"
+    return f"the database was unreachable for {seconds:.0f}s {during}: {first_line}"
 
 
 class DatabaseUnreachable(RuntimeError):
@@ -80,11 +88,13 @@ def through_outage(operation: Callable[[], T]) -> T:
             if not is_connection_lost(exc) or connection.in_atomic_block:
                 raise
             waited = time.monotonic() - started
-            if waited + delay > bound_seconds():
+            left = bound_seconds() - waited
+            if left <= 0:
                 raise DatabaseUnreachable(reason(exc, waited)) from exc
             log.warning("database unreachable (%s); trying again in %.1fs", exc, delay)
             reset_connection()
-            time.sleep(delay)
+            # The last try lands at the bound itself, not a backoff step before it.
+            time.sleep(min(delay, left))
             delay = min(delay * 2, MAX_DELAY)
 
 

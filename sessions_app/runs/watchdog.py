@@ -90,6 +90,9 @@ class Watchdog:
     def once(self, now: datetime | None = None) -> dict[str, int]:
         now = now or timezone.now()
         requeued = requeue_orphans(now)
+        # The database answers: first the runs this process ended for an outage and could not
+        # write so (before a watchdog takes their silence for a dead worker's).
+        engine.write_unwritten_ends()
         if self.healthy_since is None:
             self.healthy_since = time.monotonic()
         dead = 0

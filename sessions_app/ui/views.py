@@ -140,7 +140,7 @@ def session_view(view):
         try:
             cold_storage.ensure_hot(session)
         except cold_storage.TranscriptUnavailable as exc:
-            return error_page(request, 503, exc.message)
+            return error_page(request, 503, exc.message, retry_after=exc.retry_after)
         return view(request, session, settings, *args, **kwargs)
 
     return wrapped

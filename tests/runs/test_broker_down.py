@@ -1,18 +1,21 @@
 """The broker is down (issue 16, item 10): a send, an ingest with a run and a delivery still
 answer as usual, since what they stored has committed; the failed enqueue is logged, never an
-HTML 500, and the watchdog hands the run to the workers once the broker is back."""
+HTML 500. Once the broker is back, the watchdog hands the run to the workers, and the minute
+sweep sends the delivery (its row is pending and due)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 
 from openclaw_common import taskqueue
-from sessions_app.models import Run
-from sessions_app.runs import watchdog
+from sessions_app.delivery import enqueue_delivery
+from sessions_app.models import Delivery, Run
+from sessions_app.runs import sweeper, watchdog
 from tests.conftest import make_session, set_config, user
 from tests.runs.helpers import drain
 
@@ -65,3 +68,42 @@ def test_an_ingested_message_with_a_run_is_stored_and_answered_201(
     assert response.status_code == 201, response.content
     assert response.json()["run"]["status"] == "accepted"
     assert Run.objects.get(pk=response.json()["run"]["runId"]).status == Run.QUEUED
+
+
+def test_a_delivery_made_while_the_broker_is_down_goes_out_when_it_is_back(
+    agents, broker_down, monkeypatch, caplog
+):
+    """An outbox row is committed with the change that made it; its task is only a hint. With
+    the broker down the enqueue fails after commit (logged), the row stays pending and due,
+    and the sweep sends it once the broker is back: nothing is lost."""
+    session = make_session("agent:main:main", channel="webchat")
+    with transaction.atomic():
+        delivery = enqueue_delivery(session=session, text="the answer", kind="reply")
+    assert "Connection refused" in caplog.text  # the enqueue after commit failed, logged
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (Delivery.PENDING, 0)
+    monkeypatch.undo()  # the broker is back
+    assert sweeper.sweep()["deliveries"] == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (Delivery.SENT, 1)
+
+
+def test_a_run_whose_reply_is_delivered_finishes_with_the_broker_down(
+    ingest, agents, broker_down, monkeypatch
+):
+    """ingest run=true: the run's finish enqueues its reply's delivery on the broker, which is
+    down; the run still ends ok with its reply, and the delivery goes out after."""
+    make_session("agent:main:main", channel="webchat")
+    response = ingest.post(
+        "/api/v1/sessions/main/messages/", {"messages": [user("hi")], "run": True}
+    )
+    assert response.status_code == 201, response.content
+    drain()  # a worker runs it (its own enqueues fail too)
+    run = Run.objects.get(pk=response.json()["run"]["runId"])
+    assert run.status == Run.OK and run.reply
+    (delivery,) = Delivery.objects.filter(run=run)
+    assert (delivery.kind, delivery.status, delivery.text) == ("reply", Delivery.PENDING, run.reply)
+    monkeypatch.undo()
+    sweeper.sweep()
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.SENT

@@ -11,8 +11,10 @@ import time
 
 import pytest
 from django.db import connection
+from django.test import Client
 
-from sessions_app.models import Run
+from sessions_app.models import ApiKey, Run
+from tests.conftest import Api, make_agent, make_session, set_config
 from tests.live import (
     database_refuses_connections,
     start_server,
@@ -82,3 +84,67 @@ def test_the_heartbeat_beats_again_after_the_outage(world):
         timeout=15,
     )
     wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.OK).exists(), timeout=60)
+
+
+# --- an outage longer than the bound (RUN_DB_OUTAGE_SECONDS) ----------------------------------
+
+
+@pytest.fixture
+def short_bound():
+    """A worker that rides out outages of 1 s only; no server (the send is made here)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("an outage of a database server (SQLite has none)")
+    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
+    make_agent("main")
+    rules = [
+        {"match": "long", "delayMs": 6000, "reply": "never said"},
+        {"match": "short", "delayMs": 500, "reply": "never stored"},
+        {"match": "warm", "reply": "warm"},
+        ANNOUNCE_SKIP,
+    ]
+    make_agent("research", backend={"type": "scripted", "rules": rules})
+    make_session("main")
+    make_session("agent:research:main")
+    api = Api(Client(), ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")[1])
+    worker = start_worker(workers=1, env={"RUN_DB_OUTAGE_SECONDS": "1"})
+    # A first turn imports what a turn needs: the measured one is then in its model call, not
+    # in a second of imports, when the database goes.
+    warm = send(api, "warm")
+    wait_until(lambda: Run.objects.filter(pk=warm, status=Run.OK).exists(), timeout=30)
+    yield api
+    worker.stop()
+
+
+def send(api: Api, message: str) -> str:
+    details = api.details(
+        "sessions_send",
+        {"sessionKey": "agent:research:main", "message": message, "timeoutSeconds": 0},
+    )
+    return details["runId"]
+
+
+@pytest.mark.parametrize(
+    ("message", "during"),
+    [
+        ("a long turn", "during the turn"),  # the abort check gives up
+        ("a short turn", "while the run finished"),  # the finishing transaction gives up
+    ],
+)
+def test_a_run_failing_past_the_bound_says_the_database_was_unreachable(
+    short_bound, message, during
+):
+    """Away for 4 s, four times the bound and past the failure's own try at being written: the
+    run ends `error` saying the database was unreachable, once it is back, never that its
+    worker stopped (the worker's watchdog writes the ending it kept)."""
+    run_id = send(short_bound, message)
+    wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING).exists(), timeout=20)
+    with database_refuses_connections():
+        time.sleep(4)
+    wait_until(
+        lambda: Run.objects.filter(pk=run_id).exclude(status__in=["queued", "running"]).exists(),
+        timeout=30,
+    )
+    run = Run.objects.get(pk=run_id)
+    assert run.status == Run.ERROR, (run.status, run.reply)
+    assert run.error.startswith(f"the database was unreachable for 1s {during}: "), run.error
+    assert "heartbeat" not in run.error and run.reply in ("", None)

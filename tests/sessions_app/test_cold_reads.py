@@ -182,11 +182,18 @@ def test_a_lost_archive_is_an_explicit_503_everywhere(
     for path in (f"/api/v1/sessions/{KEY}/history/", f"/sessions/{KEY}/history"):
         response = agent_main.get(path, HTTP_ACCEPT="application/json")
         assert response.status_code == 503, path
-        assert response.json()["error"]["message"] == text
+        assert response.json() == {
+            "ok": False,
+            "error": {"type": "transcript_unavailable", "message": text},
+        }
+        # Every 503 says when to ask again (issue 16 item 13); an operator must act first.
+        assert response["Retry-After"] == "60", path
     export = operator.get(f"/api/v1/sessions/{KEY}/transcript.jsonl")
     assert export.status_code == 503 and export.json()["error"]["message"] == text
+    assert export["Retry-After"] == "60"
     page = viewer.get(f"/sessions/{KEY}/")
     assert page.status_code == 503 and session.cold_file in page.text
+    assert page["Retry-After"] == "60"
     listed = agent_main.details("sessions_list", {"messageLimit": 2})
     assert listed == {"status": "error", "error": text}
     session.refresh_from_db()

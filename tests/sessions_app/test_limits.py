@@ -12,9 +12,16 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError
 from django.test import Client
 
-from sessions_app.api import ratelimit
+from openclaw_common.errors import Unauthenticated
+from sessions_app.api import door, ratelimit
 from sessions_app.models import ApiKey
 from tests.ui.test_create_ui_user import run as create_ui_user
+
+
+@pytest.fixture(autouse=True)
+def _refuse_at_once(settings):
+    """The door refuses a full count at once here (its short wait has a test of its own)."""
+    settings.OPENCLAW_API_QUEUE_SECONDS = 0
 
 
 def assert_429(response, text: str) -> None:
@@ -107,7 +114,7 @@ def test_a_burst_of_one_credential_is_refused_before_any_key_lookup(
     assert ratelimit._by_credential == {}
 
 
-def asgi_call(path: str, authorization: str) -> tuple[int, dict, bytes]:
+def asgi_call(path: str, authorization: str, method: str = "POST") -> tuple[int, dict, bytes]:
     """One HTTP request through the project's ASGI application, as the server makes it."""
     from openclaw_site.asgi import application
 
@@ -126,7 +133,7 @@ def asgi_call(path: str, authorization: str) -> tuple[int, dict, bytes]:
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
-        "method": "POST",
+        "method": method,
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
@@ -212,7 +219,7 @@ def test_the_doors_place_is_the_requests_only_place(db, settings):
     assert ratelimit._by_credential == {}
 
 
-async def _asgi(application, path: str, authorization: str) -> int:
+async def _asgi(application, path: str, authorization: str, *, method: str = "POST") -> int:
     statuses = []
 
     async def receive():
@@ -224,12 +231,224 @@ async def _asgi(application, path: str, authorization: str) -> int:
 
     scope = {
         "type": "http",
-        "method": "POST",
+        "method": method,
         "path": path,
         "headers": [(b"authorization", authorization.encode())],
     }
     await application(scope, receive, send)
     return statuses[0]
+
+
+# --- the door: distinct keys, every endpoint (sessions_app/api/door.py) ----------------------
+
+
+@pytest.fixture
+def door_state():
+    door.forget()
+    yield door
+    door.forget()
+    assert door.counts() == {"unchecked": 0, "known": 0, "credentials": 0, "waiting": 0}
+
+
+def stand_in(monkeypatch, *, stream: bool = False):
+    """Django (and the MCP app) replaced by an app that stays in flight until released; for a
+    stream, after starting its answer."""
+    import openclaw_site.asgi as entry
+
+    inside, release = [], asyncio.Event()
+
+    async def slow_app(scope, receive, send):
+        inside.append(scope)
+        if stream:
+            headers = [(b"content-type", b"text/event-stream")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await release.wait()
+        if not stream:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    monkeypatch.setattr(entry, "api_app", slow_app)
+    monkeypatch.setattr(entry, "mcp_app", slow_app)
+    return entry.application, inside, release
+
+
+def burst_statuses(application, inside, release, requests, *, entering: int) -> list[int]:
+    """Send `requests` ((path, authorization, method)) at once; once `entering` are inside and
+    the rest answered, release them."""
+
+    async def burst():
+        calls = [
+            asyncio.create_task(_asgi(application, path, auth, method=method))
+            for path, auth, method in requests
+        ]
+        while len(inside) < entering or sum(not c.done() for c in calls) > entering:
+            await asyncio.sleep(0.01)
+        release.set()
+        return [await c for c in calls]
+
+    return asyncio.run(burst())
+
+
+def test_a_burst_of_distinct_bad_keys_enters_django_only_up_to_the_unchecked_limit(
+    db, settings, monkeypatch, door_state
+):
+    """3,000 requests each with a different bad key: the per-credential count sees 3,000
+    credentials with one request each and let them all in to be looked up (issue 16)."""
+    settings.OPENCLAW_API_UNCHECKED_LIMIT = 3
+    application, inside, release = stand_in(monkeypatch)
+    requests = [("/api/v1/sessions/", f"Bearer ocs_{i:012x}_guess", "GET") for i in range(10)]
+    statuses = burst_statuses(application, inside, release, requests, entering=3)
+    assert sorted(statuses) == [200] * 3 + [429] * 7
+    assert len(inside) == 3
+
+
+def test_the_unchecked_refusal_is_a_429_with_retry_after(db, settings, door_state, monkeypatch):
+    settings.OPENCLAW_API_UNCHECKED_LIMIT = 2
+    monkeypatch.setattr(door, "_unchecked", 2)  # two strangers' keys are being looked up
+    try:
+        status, headers, body = asgi_call("/api/v1/sessions/", "Bearer ocs_0_x", method="GET")
+    finally:
+        monkeypatch.setattr(door, "_unchecked", 0)
+    assert status == 429 and headers["retry-after"] == "1"
+    assert json.loads(body) == {
+        "ok": False,
+        "error": {
+            "type": "rate_limited",
+            "message": "too many requests with API keys not checked yet: at most 2 are checked "
+            "at once on this server process; retry shortly",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "method"),
+    [
+        ("/api/v1/sessions/", "GET"),
+        ("/api/v1/sessions/main/history/", "GET"),
+        ("/api/v1/agents/", "GET"),
+        ("/sessions/main/history", "GET"),  # OpenClaw's path, API-key form
+        ("/mcp/", "POST"),
+        ("/tools/invoke", "POST"),
+    ],
+)
+def test_every_api_endpoint_is_gated_at_the_door(
+    db, settings, monkeypatch, door_state, path, method
+):
+    """A burst of one credential at an endpoint that cannot wait went straight to Django and
+    its key lookup, thousands at once; now every API request takes its credential's place."""
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 2
+    application, inside, release = stand_in(monkeypatch)
+    requests = [(path, "Bearer ocs_000000000000_same", method)] * 10
+    statuses = burst_statuses(application, inside, release, requests, entering=2)
+    assert sorted(statuses) == [200, 200] + [429] * 8
+    assert len(inside) == 2
+
+
+def test_a_small_burst_waits_at_the_door_for_a_place(db, settings, monkeypatch, door_state):
+    """Over the limit, as many requests as the count has places wait for one (no thread, no
+    Django) instead of a 429, so a key's hundred MCP clients opening together get in; the rest
+    of a large burst are refused at once. Django never holds more than the limit."""
+    import openclaw_site.asgi as entry
+
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 2
+    settings.OPENCLAW_API_QUEUE_SECONDS = 5
+    inside, most = [0], [0]
+
+    async def brief_app(scope, receive, send):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        await asyncio.sleep(0.2)
+        inside[0] -= 1
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    monkeypatch.setattr(entry, "api_app", brief_app)
+
+    async def burst():
+        auth = "Bearer ocs_000000000000_same"
+        calls = [_asgi(entry.application, "/api/v1/agents/", auth, method="GET") for _ in range(10)]
+        return await asyncio.gather(*calls)
+
+    statuses = asyncio.run(burst())
+    assert sorted(statuses) == [200] * 4 + [429] * 6
+    assert most[0] == 2
+
+
+def test_a_stream_gives_its_place_back_once_it_runs(db, settings, monkeypatch, door_state):
+    """SSE and MCP streams hold no thread once they run: one key may follow more sessions than
+    its concurrency limit (an MCP client per desktop app, a dashboard)."""
+    settings.OPENCLAW_API_CONCURRENCY_LIMIT = 1
+    application, inside, release = stand_in(monkeypatch, stream=True)
+    requests = [("/api/v1/sessions/main/history/", "Bearer ocs_000000000000_same", "GET")] * 5
+    statuses = burst_statuses(application, inside, release, requests, entering=5)
+    assert statuses == [200] * 5 and len(inside) == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_credential_that_authenticated_is_not_refused_for_strangers(
+    settings, monkeypatch, door_state, django_assert_num_queries, agents
+):
+    """Clients already served keep being served while strangers fill the unchecked places; a
+    stranger's request past them costs no database work; a credential refused is forgotten."""
+    settings.OPENCLAW_API_UNCHECKED_LIMIT = 1
+    key, token = ApiKey.generate(scope=ApiKey.OPERATOR)
+    status, _, _ = asgi_call("/api/v1/sessions/", f"Bearer {token}", method="GET")
+    assert status == 200 and door.counts()["known"] == 1
+    monkeypatch.setattr(door, "_unchecked", 1)  # a stranger's key is being looked up
+    status, _, _ = asgi_call("/api/v1/sessions/", f"Bearer {token}", method="GET")
+    assert status == 200
+    with django_assert_num_queries(0):
+        refused, _, _ = asgi_call("/api/v1/sessions/", "Bearer ocs_0123456789ab_x", method="GET")
+    assert refused == 429
+    monkeypatch.setattr(door, "_unchecked", 0)
+    assert asgi_call("/tools/invoke", "Bearer ocs_0123456789ab_x")[0] == 401
+    assert door.counts()["known"] == 1  # a bad key is not remembered
+    key.revoke()
+    assert asgi_call("/api/v1/sessions/", f"Bearer {token}", method="GET")[0] == 401
+    assert door.counts()["known"] == 0  # nor a revoked one
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_gives_its_unchecked_place_back_once_its_key_is_checked(
+    settings, monkeypatch, door_state, agents
+):
+    """A first request of a key that then waits (a send, a run's wait) holds the unchecked place
+    only for its lookup, not for the wait."""
+    from asgiref.sync import sync_to_async
+
+    import openclaw_site.asgi as entry
+
+    settings.OPENCLAW_API_UNCHECKED_LIMIT = 1
+    _, token = ApiKey.generate(scope=ApiKey.OPERATOR)
+    seen, release = [], asyncio.Event()
+
+    async def waiting_view(scope, receive, send):  # looks the key up, then waits
+        authorization = dict(scope["headers"])[b"authorization"].decode()
+        try:
+            await sync_to_async(door.authenticate)(authorization, scope)
+        except Unauthenticated:
+            status = 401
+        else:
+            seen.append(door.counts()["unchecked"])
+            await release.wait()
+            status = 202
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    monkeypatch.setattr(entry, "api_app", waiting_view)
+
+    async def scenario():
+        wait = _asgi(entry.application, "/api/v1/runs/x/wait/", f"Bearer {token}", method="GET")
+        waiting = asyncio.create_task(wait)
+        while not seen:
+            await asyncio.sleep(0.01)
+        # While the first request waits, a stranger's key is looked up: the place is free.
+        other = await _asgi(entry.application, "/api/v1/sessions/", "Bearer x", method="GET")
+        release.set()
+        return await waiting, other
+
+    waited, other = asyncio.run(scenario())
+    assert seen == [0] and (waited, other) == (202, 401)
 
 
 # --- login throttling -------------------------------------------------------------------------

@@ -1,0 +1,231 @@
+"""The ASGI door (openclaw_site/asgi.py): what every API request passes before Django builds a
+request for it, in memory, with no database work (issue 16 item 14).
+
+A request that reaches Django costs a thread of its own (asgiref's per-request executor, and one
+more to join it) and, for its key lookup, a pooled connection: a burst of thousands reaching
+Django at once starved every other client (docs/reliability.md, "The stall"). So the door
+refuses the surplus with `429` + `Retry-After: 1` itself, by two counts per process:
+
+- **Per credential** (a digest of the `Authorization` header, valid or not):
+  `OPENCLAW_API_CONCURRENCY_LIMIT` (64) requests in flight. Taken at the door, so a burst that
+  arrives all at once cannot slip in before any of it reached a view. Held until the response
+  ends, or until it starts when it is an event stream (SSE, MCP's streams): a stream holds no
+  thread or connection once it runs, and a client following many sessions on one key must not
+  be refused for it.
+- **Unchecked credentials**: a request whose credential has not authenticated in this process
+  yet takes one of `OPENCLAW_API_UNCHECKED_LIMIT` (32) places as well, until its key has been
+  looked up (`authenticate` below) or its response starts. 3,000 requests each with a
+  different bad key, which the per-credential count cannot see, cost at most that many
+  lookups at a time; the rest are 429 at once. A credential that authenticated here is
+  remembered (an in-memory set of digests, the most recent `KNOWN_CREDENTIALS`) and skips this
+  count, so clients already served are not refused because strangers flood the door; a
+  credential refused since is forgotten.
+
+A request that finds its count full waits at the door for a place (`admit`), on the event loop,
+for up to `OPENCLAW_API_QUEUE_SECONDS` (5), if fewer requests wait for that count than it has
+places; otherwise, and after the wait, it is refused.
+
+Why these and not a per-address limit: behind a proxy every client has the proxy's address,
+and on one host (the benchmark, a local runtime) so do the flood and the other clients. Nor a
+cache of refused keys alone: distinct keys never repeat. 0 turns a count off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from openclaw_common.errors import Unauthenticated
+
+from ..identity import authenticate as identity_authenticate
+from ..models import ApiKey
+from . import ratelimit
+
+DEFAULT_UNCHECKED_LIMIT = 32
+DEFAULT_QUEUE_SECONDS = 5.0
+QUEUE_POLL_SECONDS = 0.05
+KNOWN_CREDENTIALS = 10_000
+# Where the door's ticket rides in the ASGI scope (ratelimit.before_auth: the place is taken).
+TICKET = ratelimit.DOOR_PLACE
+
+_lock = threading.Lock()
+_unchecked = 0  # requests in flight here whose credential is not known yet
+_known: OrderedDict[str, None] = OrderedDict()  # digests of credentials that authenticated here
+_waiting: dict[tuple[str, str], int] = {}  # (count, credential or "") → requests waiting for it
+
+
+def unchecked_limit() -> int:
+    return int(getattr(settings, "OPENCLAW_API_UNCHECKED_LIMIT", DEFAULT_UNCHECKED_LIMIT))
+
+
+@dataclass
+class Ticket:
+    """One request's places, from the door until its response is done."""
+
+    credential: str
+    unchecked: bool  # holds one of the unchecked places
+    holds_place: bool = True  # holds one of its credential's places
+
+    def __bool__(self) -> bool:  # (the scope's DOOR_PLACE is truthy: the place was taken)
+        return True
+
+    def checked(self, ok: bool) -> None:
+        """The key has been looked up: the unchecked place goes back; a good credential is
+        remembered, a refused one forgotten."""
+        with _lock:
+            if ok:
+                _known[self.credential] = None
+                _known.move_to_end(self.credential)
+                if len(_known) > KNOWN_CREDENTIALS:
+                    _known.popitem(last=False)
+            else:
+                _known.pop(self.credential, None)
+            self._give_back_unchecked()
+
+    def response_started(self, *, stream: bool) -> None:
+        """The answer is on its way: nothing more to check; a stream gives its place back."""
+        with _lock:
+            self._give_back_unchecked()
+        if stream:
+            self._give_back_place()
+
+    def leave(self) -> None:
+        with _lock:
+            self._give_back_unchecked()
+        self._give_back_place()
+
+    def _give_back_unchecked(self) -> None:  # (under _lock)
+        global _unchecked
+        if self.unchecked:
+            self.unchecked = False
+            _unchecked -= 1
+
+    def _give_back_place(self) -> None:
+        with _lock:
+            if not self.holds_place:
+                return
+            self.holds_place = False
+        ratelimit.release_credential(self.credential)
+
+
+CREDENTIAL, UNCHECKED = "credential", "unchecked"  # the two counts
+
+
+def _take(credential: str) -> Ticket | str:
+    """The request's ticket, or the name of the count that is full."""
+    global _unchecked
+    if not ratelimit.take_credential(credential):
+        return CREDENTIAL
+    limit = unchecked_limit()
+    with _lock:
+        if credential in _known or limit <= 0:
+            return Ticket(credential, unchecked=False)
+        if _unchecked < limit:
+            _unchecked += 1
+            return Ticket(credential, unchecked=True)
+    ratelimit.release_credential(credential)
+    return UNCHECKED
+
+
+def refusal(count: str) -> bytes:
+    """The body of the door's 429 when `count` is full."""
+    if count == CREDENTIAL:
+        return ratelimit.too_many_body(
+            "too many concurrent requests: at most "
+            f"{ratelimit.concurrency_limit()} in flight for this API key"
+        )
+    return ratelimit.too_many_body(
+        f"too many requests with API keys not checked yet: at most {unchecked_limit()} are "
+        "checked at once on this server process; retry shortly"
+    )
+
+
+def enter(authorization: str | None) -> Ticket | bytes:
+    """At the door: the request's ticket, or the body of its 429 when a count is full."""
+    got = _take(ratelimit.credential(authorization))
+    return got if isinstance(got, Ticket) else refusal(got)
+
+
+def queue_seconds() -> float:
+    return float(getattr(settings, "OPENCLAW_API_QUEUE_SECONDS", DEFAULT_QUEUE_SECONDS))
+
+
+async def admit(authorization: str | None) -> Ticket | bytes:
+    """enter(), except that a request finding its count full waits for a place, on the event
+    loop (no thread, nothing of Django), for up to OPENCLAW_API_QUEUE_SECONDS, when fewer are
+    waiting for that count than it has places; then its 429. So a small burst of one key (its
+    hundred MCP clients opening together) gets in as places free up, while a large one is
+    still refused at once, and Django never holds more than the limit."""
+    credential = ratelimit.credential(authorization)
+    got = _take(credential)
+    if isinstance(got, Ticket):
+        return got
+    line = (CREDENTIAL, credential) if got == CREDENTIAL else (UNCHECKED, "")
+    room = ratelimit.concurrency_limit() if got == CREDENTIAL else unchecked_limit()
+    wait = queue_seconds()
+    with _lock:
+        if wait <= 0 or _waiting.get(line, 0) >= room:
+            return refusal(got)
+        _waiting[line] = _waiting.get(line, 0) + 1
+    try:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            await asyncio.sleep(QUEUE_POLL_SECONDS)
+            got = _take(credential)
+            if isinstance(got, Ticket):
+                return got
+        return refusal(got)
+    finally:
+        with _lock:
+            left = _waiting[line] - 1
+            if left:
+                _waiting[line] = left
+            else:
+                del _waiting[line]
+
+
+def authenticate(authorization: str | None, scope: dict | None) -> ApiKey:
+    """identity.authenticate for a request that came through the door (`scope`: its ASGI
+    scope, None elsewhere), telling the door's ticket how the lookup went."""
+    ticket = (scope or {}).get(TICKET)
+    try:
+        api_key = identity_authenticate(authorization)
+    except Unauthenticated:
+        if isinstance(ticket, Ticket):
+            ticket.checked(False)
+        raise
+    if isinstance(ticket, Ticket):
+        ticket.checked(True)
+    return api_key
+
+
+def is_stream(start_message: dict) -> bool:
+    for name, value in start_message.get("headers", ()):
+        if name.lower() == b"content-type":
+            return value.startswith(b"text/event-stream")
+    return False
+
+
+def counts() -> dict[str, int]:
+    """What the door holds now (tests, and a look from a shell)."""
+    with _lock:
+        return {
+            "unchecked": _unchecked,
+            "known": len(_known),
+            "credentials": sum(ratelimit._by_credential.values()),
+            "waiting": sum(_waiting.values()),
+        }
+
+
+def forget() -> None:
+    """Forget every known credential (tests)."""
+    with _lock:
+        _known.clear()
+
+
+__all__ = ["Ticket", "admit", "authenticate", "counts", "enter", "forget", "is_stream"]
