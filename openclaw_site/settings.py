@@ -219,8 +219,13 @@ if IS_POSTGRES:
     # JIT is switched on by the planner's *estimated* cost, which a skewed column can inflate
     # past jit_above_cost; compiling then costs 20-1,800 ms per statement, for nothing. Appended
     # to any libpq `options` the DATABASE_URL already carries.
+    # No parallel workers either: a Gather starts its workers per execution (~30 ms on a busy
+    # 2-core machine, for a statement whose own work is 1 ms: a common-word search in a deep
+    # session, BENCHMARKS.md), and concurrent requests, not one statement, use the cores here.
     _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
-    _pg_options["options"] = f"{_pg_options.get('options', '')} -c jit=off".strip()
+    _pg_options["options"] = (
+        f"{_pg_options.get('options', '')} -c jit=off -c max_parallel_workers_per_gather=0"
+    ).strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels and the task queue -----------------------------------------------------------

@@ -8,8 +8,9 @@ can match nothing (as in FTS5), so such a query finds nothing rather than everyt
 
 Backends (the index is migration 0013's, written with the message in its transaction):
 - SQLite: FTS5 `MATCH '"tok1" AND "tok2"'`, ranked by `-bm25()` (higher is better), as 9.6.
-- PostgreSQL: the GIN index on to_tsvector('openclaw_search', text), each token a
-  phraseto_tsquery; ranked by ts_rank.
+- PostgreSQL: the GIN index on the stored `search_vector` (to_tsvector('openclaw_search', text),
+  written by a trigger with the message: migration 0023), each token a phraseto_tsquery; ranked
+  by ts_rank.
 On both, at most MAX_BACKEND_HITS visible matches are read through the index and ranked (the
 result says when there were others): a word found in millions of messages costs a bounded
 scan, not a ranking of every match.
@@ -43,7 +44,9 @@ SNIPPET_LEAD = 12  # tokens shown before the first match
 SNIPPET_ELLIPSIS = " … "
 _WORD = re.compile(r"\w+")
 _PG_CONFIG = "'openclaw_search'::regconfig"
-_PG_VECTOR = f"to_tsvector({_PG_CONFIG}, sessions_app_message_text({{c}}))"
+# The message's stored text vector (migration 0023: written by a trigger with the message), so
+# neither the match test nor ts_rank parses the text again.
+_PG_VECTOR = "m.search_vector"
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ def find(
     if connection.vendor == "postgresql":
         query_sql, query_params = _pg_tsquery(tokens)
         hits_sql = _PG_HITS.format(
-            vector=_PG_VECTOR.format(c="m.content"),
+            vector=_PG_VECTOR,
             query=query_sql,
             roles=_in_list(roles),
             scope=scope_sql,

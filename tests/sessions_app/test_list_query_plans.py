@@ -165,7 +165,9 @@ def test_browser_list_statements_read_about_a_page(skewed_store, db):
         check_statement(sql)
 
 
-def test_the_app_connects_with_jit_off(db):
+def test_the_app_connects_with_jit_off_and_no_parallel_workers(db):
     with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone() == ("off",)
+        cursor.execute("SHOW max_parallel_workers_per_gather")
+        assert cursor.fetchone() == ("0",)

@@ -201,6 +201,24 @@ def test_the_index_is_written_in_the_messages_transaction(agent_main, agents):
     assert len(search(agent_main, query="papaya")["results"]) == 1
 
 
+def test_an_edited_message_is_found_by_its_new_text(agent_main, agents):
+    """The index follows the message (SQLite: the FTS5 trigger; PostgreSQL: the stored
+    search_vector's trigger, migration 0023), also when its content changes in place."""
+    from sessions_app.models import Message
+
+    session = make_session("agent:main:main")
+    add_messages(session, user("tamarind first"))
+    Message.objects.filter(session=session).update(content="kumquat second")
+    assert search(agent_main, query="tamarind")["results"] == []
+    assert len(search(agent_main, query="kumquat")["results"]) == 1
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT role, search_vector IS NULL FROM sessions_app_message ORDER BY id"
+            )
+            assert cursor.fetchall() == [("user", False)]
+
+
 def test_deleted_sessions_leave_the_index(agent_main, agents):
     session = make_session("agent:main:main")
     add_messages(session, user("quince"))
