@@ -81,12 +81,13 @@ def start_server(port: int, log_path: Path) -> subprocess.Popen:
 
 
 def web_pid(serve_pid: int) -> int:
-    """The uvicorn child of `manage.py serve` (the process that holds the MCP sessions)."""
+    """The process that holds the MCP sessions: `serve --no-worker` becomes the server (exec),
+    so it is the serve process itself; an older serve that forked uvicorn has it as a child."""
     children = Path(f"/proc/{serve_pid}/task/{serve_pid}/children").read_text().split()
     for pid in children:
         if "uvicorn" in Path(f"/proc/{pid}/cmdline").read_text():
             return int(pid)
-    raise SystemExit("no uvicorn child found")
+    return serve_pid
 
 
 def rss_mib(pid: int) -> float:
