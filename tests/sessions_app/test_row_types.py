@@ -24,7 +24,8 @@ def test_a_page_row_renders_as_its_session_does(agents):
     assert isinstance(row, rows.SessionRow)
     assert (row.pk, row.archived) == (parent.pk, False)
     assert list(row.children) == ["agent:main:subagent:b", "agent:main:subagent:a"]
-    parent.refresh_from_db()
+    # The model instance with what the page reads beside it (its stateVersion).
+    parent = Session.objects.annotate(state_version=rows._STATE_VERSION).get(pk=parent.pk)
     assert rows.session_row(row, settings=settings, children=row.children) == rows.session_row(
         parent, settings=settings, children=row.children
     )
