@@ -18,7 +18,8 @@ adapter calls it; p50/p95 in ms):
 3. sessions_search "quasar nebula": no match;
 each as an operator seeing everything (visibility all) and as agent main under `tree` (the
 visibility filter in the query); then
-4. session_status of the caller's session and 5. with changesSince=0.
+4. session_status of the caller's session and 5. with changesSince=0 (the caller's session is
+given STATE_EVENTS state events first: the generator writes none).
 
 Prints a Markdown table; writes bench/results/search-<backend>.json.
 """
@@ -47,7 +48,7 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from sessions_app import store  # noqa: E402
+from sessions_app import state_log, store  # noqa: E402
 from sessions_app.identity import requester_for  # noqa: E402
 from sessions_app.models import Agent, ApiKey, GatewayConfig, Message, Session  # noqa: E402
 from sessions_app.tools.session_status import session_status  # noqa: E402
@@ -55,6 +56,9 @@ from sessions_app.tools.sessions_search import sessions_search  # noqa: E402
 
 RARE_WORD = "zephyr"
 RARE_MESSAGES = 300
+# The generator writes no state events; a caller's session gets this many, as a session that has
+# lived a while has (status reads at most 200 of them with changesSince).
+STATE_EVENTS = 1000
 QUERIES = ("zephyr deploy", "database latency", "quasar nebula")
 
 
@@ -70,6 +74,19 @@ def add_rare_messages() -> None:
         text = f"please {RARE_WORD} deploy the {rng.randint(1, 99)}"
         message = store.read_message(0, {"role": "user", "content": text, "bench": RARE_WORD})
         store.append_to_session(session, [message], touch=False)
+
+
+def add_state_events(keys: list[str]) -> None:
+    """STATE_EVENTS run_completed events in each caller's session (idempotent)."""
+    for key in keys:
+        session = Session.objects.filter(key=key).first()
+        if session is None:
+            continue
+        have = state_log.SessionEvent.objects.filter(session=session).count()
+        for i in range(have, STATE_EVENTS):
+            state_log.record(
+                session.pk, "run_completed", actor_type="agent", summary=f"bench run {i}"
+            )
 
 
 def timed(call, *, requests: int, warmup: int) -> dict:
@@ -105,6 +122,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     args = parser.parse_args()
     add_rare_messages()
+    add_state_events([r.session_key for _, r in requesters()])
     sizes = {"sessions": Session.objects.count(), "messages": Message.objects.count()}
     rows = []
     for who, requester in requesters():
