@@ -162,6 +162,9 @@ class FollowUp:
     deliver: bool = False
     serial: bool = False
     task_run: Run | None = None
+    # A follow-up (reply step, announce, completion turn) is never the owner's turn: the
+    # `sessions` tool is not offered to it (runs/tool_specs.OWNER_ONLY).
+    sender_is_owner: bool = False
 
     def start_run_arguments(self) -> dict[str, Any]:
         # Shallow on purpose (not dataclasses.asdict): the session and runs are passed as they are.
