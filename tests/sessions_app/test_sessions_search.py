@@ -149,6 +149,27 @@ def test_a_scope_holding_a_deep_session_is_read_by_the_text_index(agent_main, wo
     assert after == before and len(after) == 3
     text_driven = any("(m.session_id + 0)" in q["sql"] for q in queries.captured_queries)
     assert text_driven == (connection.vendor == "postgresql")
+    # On both, the matches are read between the scope's first and last message id.
+    assert any("BETWEEN" in q["sql"] for q in queries.captured_queries)
+
+
+def test_a_deep_old_session_is_searched_between_its_first_and_last_message(agent_main, agents):
+    """The id span of a deep scope (search._id_span): an old session's matches are found past
+    many newer matches elsewhere, a message appended to it later too, and a scope whose
+    transcripts hold nothing in the database matches nothing."""
+    from sessions_app import search as search_module
+
+    old = make_session("agent:main:main")
+    add_messages(old, user("mango early"), assistant("mango reply"))
+    newer = make_session("agent:main:discord:dm:zed")
+    add_messages(newer, *[user(f"mango {i}") for i in range(30)])
+    add_messages(old, user("mango late"))
+    Session.objects.filter(pk=old.pk).update(last_seq=search_module.DEEP_SCOPE_MESSAGES + 1)
+    found = search(agent_main, query="mango", sessionKey="agent:main:main")["results"]
+    assert sorted(r["snippet"] for r in found) == ["mango early", "mango late", "mango reply"]
+    assert search_module._id_span([]) is None
+    empty = make_session("agent:main:cron:none")
+    assert search_module._id_span([empty.pk]) is None
 
 
 def test_sandboxed_caller_searches_itself_and_what_it_spawned(sandboxed_main, world):
