@@ -94,9 +94,12 @@ def _in_list(values: tuple) -> str:
 
 # Both backends read at most MAX_BACKEND_HITS (+ 1) visible matches through the index (`hits`,
 # scored there), keep the best `limit` + 1 (one more tells there were others) and only then read
-# their content, so a common word costs a bounded scan. SQLite walks the index newest first
-# (FTS5 reads its doclists backwards cheaply); PostgreSQL's bitmap scan yields the matches in
-# table order.
+# their content, so a common word costs a bounded scan. Both take the newest matches: SQLite
+# walks the text index backwards (FTS5 reads its doclists backwards cheaply); PostgreSQL walks
+# the id index backwards testing the stored vector for a common word, or sorts the text index's
+# few matches for a rare one. (Matches in table order, as before, made a common word's plan read
+# whatever the heap held first: after the search_vector backfill, a stretch of emptied pages,
+# 125 ms instead of 3.)
 _RANKED = """
 SELECT r.id, r.session_id, r.key, s.session_id, m.seq, m.role, r.timestamp, r.score,
        {content}, r.found
@@ -127,6 +130,7 @@ WITH hits AS MATERIALIZED (
     SELECT m.id, m.session_id, s.key, m.timestamp, ts_rank({vector}, {query}) AS score
     FROM sessions_app_message m JOIN sessions_app_session s ON s.id = m.session_id
     WHERE {vector} @@ {query} AND m.role IN {roles} {scope}
+    ORDER BY m.id DESC
     LIMIT %s
 )
 """
