@@ -11,7 +11,8 @@ from urllib.parse import quote
 
 import orjson
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet, Window
+from django.db.models.functions import RowNumber
 
 from openclaw_common import keys
 
@@ -113,36 +114,75 @@ def row_of(session: Session, *, settings: keys.KeySettings) -> dict:
     )
 
 
-def children_of(parent_keys: list[str]) -> dict[str, list[str]]:
-    """The keys of the active sessions each of `parent_keys` spawned, newest first. One query
-    (none for no keys), an index probe on `session_spawned_by` per key."""
-    children: dict[str, list[str]] = {}
+# At most this many of a row's active children are listed (newest first); a row with more says
+# so with `childSessionsTruncated: true` (docs/api.md). A parent with 280,000 children made a
+# 200-row page of ~40 MB; 9.6 itself caps a whole sessions_list result at 64 KiB.
+CHILD_SESSIONS_MAX = 100
+
+
+class ChildKeys(list):
+    """A row's listed child keys, newest first; `more`: it has active children past these."""
+
+    more = False
+
+
+def children_of(parent_keys: list[str]) -> dict[str, ChildKeys]:
+    """The keys of the active sessions each of `parent_keys` spawned, newest first, at most
+    CHILD_SESSIONS_MAX each (`.more` when there are others). One query (none for no keys).
+
+    PostgreSQL: per key, a LATERAL read of at most CHILD_SESSIONS_MAX + 1 entries of the
+    `session_active_children` index, which holds the active children in this order and their
+    keys, so a parent's cost does not grow with its children (the earlier `spawned_by =
+    ANY(keys)` read and sorted a parent's 7,000 children: 27-39 ms at 1M sessions).
+    Elsewhere: the same cut with a window function over the children of the keys."""
+    children: dict[str, ChildKeys] = {}
     if not parent_keys:
         return children
     child_rows: Iterable[tuple[str, str]]
     if connection.vendor == "postgresql":
         # One array parameter: Django resolves each element of an `__in` list separately
-        # (~200 calls per page, a few ms). psycopg's client-side binding writes the array as a
-        # literal, so the planner still sees the keys.
+        # (~200 calls per page, a few ms).
         with connection.cursor() as cursor:
-            cursor.execute(_CHILDREN_SQL, [list(parent_keys)])
+            cursor.execute(_CHILDREN_SQL, [list(parent_keys), CHILD_SESSIONS_MAX + 1])
             child_rows = cursor.fetchall()
     else:
         child_rows = (
             Session.objects.active()
             .filter(spawned_by__in=parent_keys)
-            .order_by("-updated_at", "id")
+            .annotate(
+                place=Window(
+                    RowNumber(),
+                    partition_by=[F("spawned_by")],
+                    order_by=[F("updated_at").desc(), F("id").asc()],
+                )
+            )
+            .filter(place__lte=CHILD_SESSIONS_MAX + 1)
+            .order_by("spawned_by", "place")
             .values_list("spawned_by", "key")
         )
     for parent, child in child_rows:
-        children.setdefault(parent, []).append(child)
+        keys_of = children.get(parent)
+        if keys_of is None:
+            keys_of = children[parent] = ChildKeys()
+        if len(keys_of) < CHILD_SESSIONS_MAX:
+            keys_of.append(child)
+        else:
+            keys_of.more = True
     return children
 
 
+# The ORDER BY puts each parent's children together in index order (the nested loop already
+# returns them so; the sort of at most (page + 1) × (CHILD_SESSIONS_MAX + 1) rows makes it sure).
 _CHILDREN_SQL = """
-    SELECT spawned_by, key FROM sessions_app_session
-    WHERE spawned_by = ANY(%s) AND archived_at IS NULL
-    ORDER BY updated_at DESC, id
+    SELECT parent.key, child.key
+    FROM unnest(%s::text[]) AS parent(key)
+    CROSS JOIN LATERAL (
+        SELECT key, updated_at, id FROM sessions_app_session
+        WHERE spawned_by = parent.key AND archived_at IS NULL
+        ORDER BY updated_at DESC, id
+        LIMIT %s
+    ) AS child
+    ORDER BY parent.key, child.updated_at DESC, child.id
 """
 
 
@@ -228,6 +268,8 @@ def session_row(
         row["parentSessionKey"] = show(session.spawned_by)
     row["spawnDepth"] = session.spawn_depth
     row["childSessions"] = [show(k) for k in (children or [])]
+    if getattr(children, "more", False):
+        row["childSessionsTruncated"] = True
     row["archived"] = session.archived
     row["pinned"] = session.pinned
     if session.category:

@@ -361,3 +361,33 @@ def test_child_sessions_are_the_active_ones_newest_first(agent_main, see_all):
         "agent:main:subagent:old",
     ]
     assert rows["agent:main:subagent:new"]["childSessions"] == []
+    assert "childSessionsTruncated" not in rows["agent:main:main"]
+
+
+def test_child_sessions_list_the_newest_100_and_say_more_exist(agent_main, see_all):
+    """A parent with thousands of children made a page of megabytes: a row lists its newest
+    CHILD_SESSIONS_MAX active children and says when there are more (whole rows, no byte cut)."""
+    from sessions_app.rows import CHILD_SESSIONS_MAX
+
+    parent = make_session("main")
+    other = make_session("cron:few")
+    now = now_ms()
+    Session.objects.bulk_create(
+        Session(
+            key=f"agent:main:subagent:c{i:03d}",
+            agent_id="main",
+            kind="other",
+            spawned_by=parent.key,
+            updated_at=now - 100_000 + i,
+        )
+        for i in range(CHILD_SESSIONS_MAX + 5)
+    )
+    make_session("agent:main:subagent:only", spawnedBy=other.key, updatedAt=now - 200_000)
+    rows = {r["key"]: r for r in agent_main.details("sessions_list", {"limit": 200})["sessions"]}
+
+    listed = rows["agent:main:main"]["childSessions"]
+    newest = CHILD_SESSIONS_MAX + 4
+    assert listed == [f"agent:main:subagent:c{i:03d}" for i in range(newest, 4, -1)]
+    assert rows["agent:main:main"]["childSessionsTruncated"] is True
+    assert rows["agent:main:cron:few"]["childSessions"] == ["agent:main:subagent:only"]
+    assert "childSessionsTruncated" not in rows["agent:main:cron:few"]
