@@ -53,3 +53,50 @@ def fetchall(sql: str, params: list) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+class ModelColumns:
+    """Every concrete column of `model` under the table alias `alias`, for a plain SELECT that
+    reads several models' rows at once (a join the ORM cannot express, such as a row with the
+    singleton settings row beside it), and the instance one row's slice of them makes, its
+    values converted as the ORM converts them (JSON decoded, SQLite's booleans and datetimes).
+
+    The converters are found once per backend: the ORM finds them again for every statement."""
+
+    def __init__(self, model, alias: str):
+        self.model = model
+        self.alias = alias
+        self.fields = tuple(model._meta.concrete_fields)
+        self.attnames = [f.attname for f in self.fields]
+        self._converters: dict[str, list] = {}
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    @property
+    def sql(self) -> str:
+        return ", ".join(f"{self.alias}.{column(f.column)}" for f in self.fields)
+
+    def _converters_now(self) -> list:
+        found = self._converters.get(connection.vendor)
+        if found is None:
+            found = []
+            for i, field in enumerate(self.fields):
+                col = field.get_col(self.alias)
+                functions = connection.ops.get_db_converters(col) + col.get_db_converters(
+                    connection
+                )
+                if functions:
+                    found.append((i, functions, col))
+            self._converters[connection.vendor] = found
+        return found
+
+    def build(self, values: tuple | list):
+        """The model instance of `values` (this model's columns, in `sql`'s order)."""
+        values = list(values)
+        for i, functions, col in self._converters_now():
+            value = values[i]
+            for convert in functions:
+                value = convert(value, col, connection)
+            values[i] = value
+        return self.model.from_db(connection.alias, self.attnames, values)

@@ -9,13 +9,13 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-import orjson
 from django.db import connection
 from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from openclaw_common import keys
 
+from . import jsontext
 from .models import Session, total_tokens_of
 
 
@@ -187,12 +187,12 @@ _CHILDREN_SQL = """
 
 
 def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
-    """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded with orjson."""
+    """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded by jsontext.loads."""
     sql, params = queryset.values_list(*ROW_FIELDS).query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         raw_rows = cursor.fetchall()
-    loads = orjson.loads
+    loads = jsontext.loads
     rows = []
     for raw in raw_rows:
         values = list(raw)

@@ -20,7 +20,7 @@ from django.db.models import Q, QuerySet
 
 from openclaw_common.dbstep import db_step
 
-from . import sanitize
+from . import jsontext, sanitize
 from .models import Message, Session
 
 if TYPE_CHECKING:
@@ -75,13 +75,35 @@ class MessageRow(NamedTuple):
 
 
 READ_COLUMNS: tuple[str, ...] = MessageRow._fields
+_ROW_JSON_AT = tuple(
+    i for i, name in enumerate(READ_COLUMNS) if name in ("content", "provenance", "usage", "extra")
+)
 _TRANSCRIPT_WIDTH = len(Message.TRANSCRIPT_COLUMNS)
 
 
 def message_rows(queryset: QuerySet[Message]) -> list[MessageRow]:
-    """A (sliced, ordered) queryset of messages as MessageRows, in one query."""
+    """A (sliced, ordered) queryset of messages as MessageRows, in one query.
+
+    PostgreSQL: run with a plain cursor and the jsonb columns decoded by jsontext.loads; the
+    ORM's JSONField converter (the standard library's json.loads, ~500 calls for a history
+    page) was the largest part of a page's Python (BENCHMARKS.md, issue 18)."""
     new = tuple.__new__  # what NamedTuple._make does, less its length check (one per row)
-    return [new(MessageRow, values) for values in queryset.values_list(*READ_COLUMNS)]
+    values_list = queryset.values_list(*READ_COLUMNS)
+    if connection.vendor != "postgresql":
+        return [new(MessageRow, values) for values in values_list]
+    sql, params = values_list.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    loads = jsontext.loads
+    rows = []
+    for raw in found:
+        values = list(raw)
+        for i in _ROW_JSON_AT:
+            if values[i] is not None:
+                values[i] = loads(values[i])
+        rows.append(new(MessageRow, values))
+    return rows
 
 
 def seq_of(message: dict) -> int:
@@ -183,7 +205,7 @@ def _last_rows_postgresql(
     wanted: list[Session | SessionRow], count: int
 ) -> list[tuple[int, MessageRow]]:
     """(session_id, row) without toolResult messages, grouped by session, in seq order within
-    each. jsonb arrives as text and is decoded here (orjson), several times cheaper than model
+    each. jsonb arrives as text and is decoded here (jsontext.loads), several times cheaper than model
     instances for a page of a thousand messages."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -191,7 +213,7 @@ def _last_rows_postgresql(
         )
         raw_rows = cursor.fetchall()
     raw_rows.sort(key=itemgetter(0, 1))
-    loads, new = orjson.loads, tuple.__new__
+    loads, new = jsontext.loads, tuple.__new__
     rows = []
     for row in raw_rows:
         values = list(row[1:])
@@ -260,7 +282,7 @@ _CONTEXT = """
 def context_messages(session_id: int, *, up_to: int | None, limit: int) -> list[dict]:
     """The last `limit` messages up to seq `up_to` (all when None), oldest first, as raw
     transcript messages (no `__openclaw`): what an agent's turn is given. On PostgreSQL read
-    with a plain cursor and decoded with orjson (a turn reads up to 50 messages)."""
+    with a plain cursor and decoded by jsontext.loads (a turn reads up to 50 messages)."""
     if connection.vendor == "postgresql":
         columns = ", ".join(Message.TRANSCRIPT_COLUMNS)
         params = [session_id, limit] if up_to is None else [session_id, up_to, limit]
@@ -273,7 +295,7 @@ def context_messages(session_id: int, *, up_to: int | None, limit: int) -> list[
             values = list(row)
             for i in _CONTEXT_JSON_COLUMNS:
                 if isinstance(values[i], str):
-                    values[i] = orjson.loads(values[i])
+                    values[i] = jsontext.loads(values[i])
             decoded.append(values)
         rows = decoded
     else:
