@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
+from django.db import connection, models
+
+from . import jsontext
 
 
 def table(model) -> str:
@@ -56,17 +58,26 @@ def fetchall(sql: str, params: list) -> list[tuple]:
 
 
 class ModelColumns:
-    """Every concrete column of `model` under the table alias `alias`, for a plain SELECT that
-    reads several models' rows at once (a join the ORM cannot express, such as a row with the
-    singleton settings row beside it), and the instance one row's slice of them makes, its
-    values converted as the ORM converts them (JSON decoded, SQLite's booleans and datetimes).
+    """Columns of `model` (every concrete one, or `fields` by name) under the table alias
+    `alias`, for a plain SELECT, and what one row's slice of them makes: the model instance
+    (build) or the values (values), converted as the ORM converts them (JSON decoded, SQLite's
+    booleans, UUIDs and datetimes). For joins the ORM cannot express (a row with the singleton
+    settings row beside it) and for the few statements every request sends, where building
+    the queryset and compiling it cost more than PostgreSQL spends running it.
 
-    The converters are found once per backend: the ORM finds them again for every statement."""
+    The converters are found once per backend (the ORM finds them again for every statement);
+    a JSON column without a custom decoder is read by jsontext.loads, exact as json.loads and
+    mostly orjson. (SQLite's converters are methods of the first connection's `ops`; they read
+    nothing of it that differs between connections.)"""
 
-    def __init__(self, model, alias: str):
+    def __init__(self, model, alias: str, fields: tuple[str, ...] | None = None):
         self.model = model
         self.alias = alias
-        self.fields = tuple(model._meta.concrete_fields)
+        self.fields = (
+            tuple(model._meta.concrete_fields)
+            if fields is None
+            else tuple(model._meta.get_field(name) for name in fields)
+        )
         self.attnames = [f.attname for f in self.fields]
         self._converters: dict[str, list] = {}
 
@@ -83,20 +94,45 @@ class ModelColumns:
             found = []
             for i, field in enumerate(self.fields):
                 col = field.get_col(self.alias)
-                functions = connection.ops.get_db_converters(col) + col.get_db_converters(
-                    connection
-                )
+                functions = connection.ops.get_db_converters(col)
+                if isinstance(field, models.JSONField) and field.decoder is None:
+                    functions = [*functions, _json_value]
+                else:
+                    functions = [*functions, *col.get_db_converters(connection)]
                 if functions:
                     found.append((i, functions, col))
             self._converters[connection.vendor] = found
         return found
 
-    def build(self, values: tuple | list):
-        """The model instance of `values` (this model's columns, in `sql`'s order)."""
-        values = list(values)
+    def values(self, row: tuple | list) -> list:
+        """`row` (these columns, in `sql`'s order) converted."""
+        values = list(row)
         for i, functions, col in self._converters_now():
             value = values[i]
             for convert in functions:
                 value = convert(value, col, connection)
             values[i] = value
-        return self.model.from_db(connection.alias, self.attnames, values)
+        return values
+
+    def build(self, row: tuple | list):
+        """The model instance of `row` (every concrete column, in `sql`'s order)."""
+        return self.model.from_db(connection.alias, self.attnames, self.values(row))
+
+
+def _json_value(value, expression, connection):
+    # What JSONField.from_db_value does for a plain column, with jsontext.loads.
+    return value if value is None else jsontext.loads(value)
+
+
+_WHOLE_ROWS: dict[type, ModelColumns] = {}
+
+
+def first(model, where: str, params: list):
+    """The first `model` row WHERE `where` (columns as `t.<column>`), or None: `.filter().first()`
+    without building and compiling a queryset (and without its ORDER BY pk: `where` should
+    name at most one row)."""
+    columns = _WHOLE_ROWS.get(model)
+    if columns is None:
+        columns = _WHOLE_ROWS[model] = ModelColumns(model, "t")
+    found = fetchall(f"SELECT {columns.sql} FROM {table(model)} t WHERE {where} LIMIT 1", params)
+    return columns.build(found[0]) if found else None

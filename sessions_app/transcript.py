@@ -20,7 +20,7 @@ from django.db.models import Q, QuerySet
 
 from openclaw_common.dbstep import db_step
 
-from . import jsontext, sanitize
+from . import jsontext, rawsql, sanitize
 from .models import Message, Session
 
 if TYPE_CHECKING:
@@ -106,6 +106,43 @@ def message_rows(queryset: QuerySet[Message]) -> list[MessageRow]:
     return rows
 
 
+_PAGE_COLUMNS = rawsql.ModelColumns(Message, "m", READ_COLUMNS)
+
+
+def read_rows(
+    session_id: int,
+    *,
+    below: int | None = None,
+    above: int | None = None,
+    include_tools: bool = True,
+    newest_first: bool = True,
+    limit: int,
+    offset: int = 0,
+) -> list[MessageRow]:
+    """One session's messages with `above` < seq < `below` (either bound optional), toolResult
+    ones left out unless `include_tools`, by seq (newest first or oldest first), `offset`
+    skipped, at most `limit`: one range scan of the (session, seq) index.
+
+    Plain SQL on every backend: the ORM spent longer building and compiling this statement,
+    and converting its rows, than PostgreSQL spends running it (BENCHMARKS.md, issue 18)."""
+    where, params = ["m.session_id = %s"], [session_id]
+    if below is not None:
+        where.append("m.seq < %s")
+        params.append(below)
+    if above is not None:
+        where.append("m.seq > %s")
+        params.append(above)
+    if not include_tools:
+        where.append("m.role <> %s")
+        params.append(TOOL_RESULT)
+    sql = (
+        f"SELECT {_PAGE_COLUMNS.sql} FROM {rawsql.table(Message)} m WHERE {' AND '.join(where)}"
+        f" ORDER BY m.seq {'DESC' if newest_first else 'ASC'} LIMIT %s OFFSET %s"
+    )
+    convert, new = _PAGE_COLUMNS.values, tuple.__new__
+    return [new(MessageRow, convert(row)) for row in rawsql.fetchall(sql, [*params, limit, offset])]
+
+
 def seq_of(message: dict) -> int:
     return message["__openclaw"]["seq"]
 
@@ -120,19 +157,17 @@ def read_page(
 ) -> tuple[list[tuple[dict[str, Any], bool]], bool]:
     """The newest `limit` messages (oldest first) older than `before_seq`, skipping the newest
     `offset` visible ones, as payloads. Returns (messages, has_more)."""
-    qs = Message.objects.filter(session=session)
-    if before_seq is not None:
-        qs = qs.filter(seq__lt=before_seq)
-    if include_tools:
+    below = before_seq
+    skip = offset
+    if include_tools and offset:
         # seq is contiguous (1..last_seq) and messages are never deleted one by one, so an offset
         # over the whole transcript is a seq bound: no rows to skip over.
-        if offset:
-            qs = qs.filter(seq__lte=session.last_seq - offset)
-        window = slice(0, limit + 1)
-    else:
-        qs = qs.exclude(role=TOOL_RESULT)
-        window = slice(offset, offset + limit + 1)
-    rows = message_rows(qs.order_by("-seq")[window])
+        bound = session.last_seq - offset + 1
+        below = bound if below is None else min(below, bound)
+        skip = 0
+    rows = read_rows(
+        session.pk, below=below, include_tools=include_tools, limit=limit + 1, offset=skip
+    )
     has_more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
