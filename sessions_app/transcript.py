@@ -125,7 +125,8 @@ def read_rows(
 
     Plain SQL on every backend: the ORM spent longer building and compiling this statement,
     and converting its rows, than PostgreSQL spends running it (BENCHMARKS.md, issue 18)."""
-    where, params = ["m.session_id = %s"], [session_id]
+    where: list[str] = ["m.session_id = %s"]
+    params: list[object] = [session_id]
     if below is not None:
         where.append("m.seq < %s")
         params.append(below)
