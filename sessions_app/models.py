@@ -5,6 +5,7 @@ Rules about one row live on the model, rules about many on its QuerySet (STYLE.m
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import time
@@ -908,10 +909,9 @@ _AGENT_COLUMNS = rawsql.ModelColumns(Agent, "a")
 _CONFIG_COLUMNS = rawsql.ModelColumns(GatewayConfig, "c")
 
 
-def _key_with_settings(lookup: str) -> ApiKey | None:
-    """The unrevoked key with this lookup, its agent cached on it (select_related's work), and
-    what ApiKey.authenticate() documents beside it. One statement."""
-    sql = (
+@functools.cache
+def _key_with_settings_sql() -> str:
+    return (
         f"SELECT {_KEY_COLUMNS.sql}, {_AGENT_COLUMNS.sql}, {_CONFIG_COLUMNS.sql},"
         " c.default_agent_id, d.sandboxed"
         f" FROM {rawsql.table(ApiKey)} k"
@@ -920,7 +920,12 @@ def _key_with_settings(lookup: str) -> ApiKey | None:
         f" LEFT JOIN {rawsql.table(Agent)} d ON d.id = c.default_agent_id"
         " WHERE k.lookup = %s AND k.revoked_at IS NULL"
     )
-    found = rawsql.fetchall(sql, [lookup])
+
+
+def _key_with_settings(lookup: str) -> ApiKey | None:
+    """The unrevoked key with this lookup, its agent cached on it (select_related's work), and
+    what ApiKey.authenticate() documents beside it. One statement."""
+    found = rawsql.fetchall(_key_with_settings_sql(), [lookup])
     if not found:
         return None
     row = found[0]

@@ -9,6 +9,7 @@ Everything else keeps using the ORM.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.db import connection, models
@@ -84,8 +85,9 @@ class ModelColumns:
     def __len__(self) -> int:
         return len(self.fields)
 
-    @property
+    @functools.cached_property
     def sql(self) -> str:
+        # Both backends quote names alike ("name"); built on first use, once.
         return ", ".join(f"{self.alias}.{column(f.column)}" for f in self.fields)
 
     def _converters_now(self) -> list:

@@ -4,7 +4,7 @@ session_row() renders and does not query; page_rows() reads a page as SessionRow
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 from urllib.parse import quote
@@ -217,22 +217,32 @@ def session_row(
     children: Sequence[str] | None = None,
     messages: list[dict] | None = None,
 ) -> dict:
-    """Absent optional fields are omitted, as OpenClaw does."""
-    show = lambda key: keys.display_key(key, settings)  # noqa: E731
-    row: dict = {
-        "key": show(session.key),
-        "kind": session.kind,
-        "channel": session.row_channel,
-        "agentId": session.agent_id,
-    }
-    optional_strings = {
-        "label": session.label,
-        "displayName": session.display_name or session.label,
-        "model": session.model,
-        "thinkingLevel": session.thinking_level,
-        "verboseLevel": session.verbose_level,
-        "sendPolicy": session.send_policy,
-    }
+    """Absent optional fields are omitted, as OpenClaw does. (A list renders 200 of these: the
+    fields are set in order with plain ifs, and keys are passed through display_key only
+    under `session.scope=global`, the one setting where a displayed key differs.)"""
+    if settings.scope == "global":
+        show = lambda key: keys.display_key(key, settings)  # noqa: E731
+        row: dict = {"key": show(session.key)}
+    else:
+        show = None
+        row = {"key": session.key}
+    row["kind"] = session.kind
+    row["channel"] = session.row_channel
+    row["agentId"] = session.agent_id
+    label = session.label
+    if label:
+        row["label"] = label
+    display_name = session.display_name or label
+    if display_name:
+        row["displayName"] = display_name
+    for name, value in (
+        ("model", session.model),
+        ("thinkingLevel", session.thinking_level),
+        ("verboseLevel", session.verbose_level),
+        ("sendPolicy", session.send_policy),
+    ):
+        if value:
+            row[name] = value
     delivery = keys.normalize_delivery_context(
         session.delivery_context,
         last_channel=session.last_channel,
@@ -240,9 +250,33 @@ def session_row(
         last_account_id=session.last_account_id,
         last_thread_id=session.last_thread_id,
     )
-    row.update({k: v for k, v in optional_strings.items() if v})
     if delivery:
         row["deliveryContext"] = delivery
+    _usage_fields(row, session)
+    if delivery:
+        for field, name in _LAST_FIELDS:
+            if field in delivery:
+                row[name] = delivery[field]
+    row["transcriptPath"] = transcript_path(session.session_id)
+    _lineage_fields(row, session, children, show)
+    row["archived"] = session.archived
+    row["pinned"] = session.pinned
+    if session.category:
+        row["group"] = session.category
+    owner = session.owner
+    if owner:
+        row["owner"] = {"actor": owner}
+    if session.run_status:
+        row["status"] = session.run_status
+    if messages is not None:
+        row["messages"] = messages
+    return row
+
+
+_LAST_FIELDS = (("channel", "lastChannel"), ("to", "lastTo"), ("accountId", "lastAccountId"))
+
+
+def _usage_fields(row: dict, session: Session | SessionRow) -> None:
     row["updatedAt"] = session.updated_at
     row["sessionId"] = str(session.session_id)
     if session.context_tokens is not None:
@@ -254,30 +288,23 @@ def session_row(
         row["systemSent"] = session.system_sent
     if session.aborted_last_run is not None:
         row["abortedLastRun"] = session.aborted_last_run
-    if delivery:
-        for field, name in (
-            ("channel", "lastChannel"),
-            ("to", "lastTo"),
-            ("accountId", "lastAccountId"),
-        ):
-            if field in delivery:
-                row[name] = delivery[field]
-    row["transcriptPath"] = transcript_path(session.session_id)
-    if session.spawned_by:
-        row["spawnedBy"] = show(session.spawned_by)
-        row["parentSessionKey"] = show(session.spawned_by)
+
+
+def _lineage_fields(
+    row: dict,
+    session: Session | SessionRow,
+    children: Sequence[str] | None,
+    show: Callable[[str], str] | None,
+) -> None:
+    spawned_by = session.spawned_by
+    if spawned_by:
+        parent = show(spawned_by) if show else spawned_by
+        row["spawnedBy"] = parent
+        row["parentSessionKey"] = parent
     row["spawnDepth"] = session.spawn_depth
-    row["childSessions"] = [show(k) for k in (children or [])]
-    if getattr(children, "more", False):
-        row["childSessionsTruncated"] = True
-    row["archived"] = session.archived
-    row["pinned"] = session.pinned
-    if session.category:
-        row["group"] = session.category
-    if session.owner:
-        row["owner"] = {"actor": session.owner}
-    if session.run_status:
-        row["status"] = session.run_status
-    if messages is not None:
-        row["messages"] = messages
-    return row
+    if not children:
+        row["childSessions"] = []
+    else:
+        row["childSessions"] = [show(k) for k in children] if show else list(children)
+        if getattr(children, "more", False):
+            row["childSessionsTruncated"] = True
