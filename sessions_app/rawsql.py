@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 from . import jsontext
 
@@ -108,13 +108,23 @@ class ModelColumns:
 
     def values(self, row: tuple | list) -> list:
         """`row` (these columns, in `sql`'s order) converted."""
-        values = list(row)
-        for i, functions, col in self._converters_now():
-            value = values[i]
-            for convert in functions:
-                value = convert(value, col, connection)
-            values[i] = value
-        return values
+        return self.rows([row])[0]
+
+    def rows(self, found: list) -> list[list]:
+        """Every row of `found` converted (the converters looked up once for all of them)."""
+        converters = self._converters_now()
+        db = connections[DEFAULT_DB_ALIAS]
+        converted = []
+        for row in found:
+            values = list(row)
+            for i, functions, col in converters:
+                value = values[i]
+                if value is not None or len(functions) > 1 or functions[0] is not _json_value:
+                    for convert in functions:
+                        value = convert(value, col, db)
+                    values[i] = value
+            converted.append(values)
+        return converted
 
     def build(self, row: tuple | list):
         """The model instance of `row` (every concrete column, in `sql`'s order)."""

@@ -140,8 +140,9 @@ def read_rows(
         f"SELECT {_PAGE_COLUMNS.sql} FROM {rawsql.table(Message)} m WHERE {' AND '.join(where)}"
         f" ORDER BY m.seq {'DESC' if newest_first else 'ASC'} LIMIT %s OFFSET %s"
     )
-    convert, new = _PAGE_COLUMNS.values, tuple.__new__
-    return [new(MessageRow, convert(row)) for row in rawsql.fetchall(sql, [*params, limit, offset])]
+    new = tuple.__new__
+    found = rawsql.fetchall(sql, [*params, limit, offset])
+    return [new(MessageRow, values) for values in _PAGE_COLUMNS.rows(found)]
 
 
 def seq_of(message: dict) -> int:
