@@ -127,7 +127,7 @@ class ModelColumns:
         return converted
 
     def build(self, row: tuple | list):
-        """The model instance of `row` (every concrete column, in `sql`'s order)."""
+        """The model instance of `row` (in `sql`'s order; the fields not read are deferred)."""
         return self.model.from_db(connection.alias, self.attnames, self.values(row))
 
 
@@ -136,15 +136,16 @@ def _json_value(value, expression, connection):
     return value if value is None else jsontext.loads(value)
 
 
-_WHOLE_ROWS: dict[type, ModelColumns] = {}
+_READERS: dict[tuple, ModelColumns] = {}
 
 
-def first(model, where: str, params: list):
+def first(model, where: str, params: list, *, fields: tuple[str, ...] | None = None):
     """The first `model` row WHERE `where` (columns as `t.<column>`), or None: `.filter().first()`
-    without building and compiling a queryset (and without its ORDER BY pk: `where` should
-    name at most one row)."""
-    columns = _WHOLE_ROWS.get(model)
+    (`.only(*fields)` with `fields`, the pk always read) without building and compiling a
+    queryset, and without its ORDER BY pk: `where` should name at most one row."""
+    columns = _READERS.get((model, fields))
     if columns is None:
-        columns = _WHOLE_ROWS[model] = ModelColumns(model, "t")
+        wanted = None if fields is None else (model._meta.pk.name, *fields)
+        columns = _READERS[(model, fields)] = ModelColumns(model, "t", wanted)
     found = fetchall(f"SELECT {columns.sql} FROM {table(model)} t WHERE {where} LIMIT 1", params)
     return columns.build(found[0]) if found else None
