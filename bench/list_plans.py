@@ -51,7 +51,8 @@ def statements(call) -> list[str]:
     return [
         q["sql"]
         for q in captured.captured_queries
-        if q["sql"].lstrip().upper().startswith("SELECT") and any(t in q["sql"] for t in TABLES)
+        if q["sql"].lstrip().lstrip("(").upper().startswith("SELECT")
+        and any(t in q["sql"] for t in TABLES)
     ]
 
 

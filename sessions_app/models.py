@@ -283,11 +283,12 @@ class Session(models.Model):
             models.Index(fields=["-updated_at", "-id"], name="session_activity"),
             models.Index(fields=["agent", "-updated_at", "-id"], name="session_agent_activity"),
             models.Index(fields=["spawned_by"], name="session_spawned_by"),
-            # A parent's active children newest first, from the index alone (rows.children_of
-            # reads at most CHILD_SESSIONS_MAX + 1 entries of it per listed row, however many
-            # children the parent has). INCLUDE is PostgreSQL's; SQLite builds it without.
+            # A parent's active children newest first (the list's own order), from the index
+            # alone: rows.children_of reads at most CHILD_SESSIONS_MAX + 1 entries of it per
+            # listed row however many children the parent has, and a `tree` list its page
+            # (visibility.activity_branches). INCLUDE is PostgreSQL's; SQLite builds it without.
             models.Index(
-                fields=["spawned_by", "-updated_at", "id"],
+                fields=["spawned_by", "-updated_at", "-id"],
                 include=["key"],
                 condition=Q(archived_at__isnull=True),
                 name="session_active_children",

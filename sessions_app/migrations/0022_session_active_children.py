@@ -12,6 +12,6 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name='session',
-            index=models.Index(condition=models.Q(('archived_at__isnull', True)), fields=['spawned_by', '-updated_at', 'id'], include=('key',), name='session_active_children'),
+            index=models.Index(condition=models.Q(('archived_at__isnull', True)), fields=['spawned_by', '-updated_at', '-id'], include=('key',), name='session_active_children'),
         ),
     ]

@@ -118,7 +118,8 @@ def list_statements(call) -> list[str]:
     statements = [
         q["sql"]
         for q in captured.captured_queries
-        if q["sql"].lstrip().upper().startswith("SELECT") and any(t in q["sql"] for t in TABLES)
+        if q["sql"].lstrip().lstrip("(").upper().startswith("SELECT")
+        and any(t in q["sql"] for t in TABLES)
     ]
     assert statements
     return statements

@@ -392,3 +392,24 @@ def test_child_sessions_list_the_newest_100_and_say_more_exist(agent_main, see_a
     assert rows["agent:main:main"]["childSessionsTruncated"] is True
     assert rows["agent:main:cron:few"]["childSessions"] == ["agent:main:subagent:only"]
     assert "childSessionsTruncated" not in rows["agent:main:cron:few"]
+
+
+def test_tree_pages_through_the_session_and_its_children_newest_first(agent_main, agents):
+    """Under `tree` the page is the union of the session itself and its children, each read
+    newest first (issue 18: one OR read the whole activity index); paging still walks them in
+    one order, the session among its children where its activity puts it."""
+    set_config(visibility="tree")
+    now = now_ms()
+    main = make_session("main", updatedAt=now - 3_500)
+    for i in range(7):
+        make_session(f"agent:main:subagent:c{i}", spawnedBy=main.key, updatedAt=now - i * 1000)
+    make_session("cron:other", updatedAt=now + 1)  # the agent's, not in the tree
+    make_session("agent:main:subagent:gone", spawnedBy=main.key, updatedAt=now).archive()
+
+    listed, offset = [], 0
+    while offset is not None:
+        page = agent_main.details("sessions_list", {"limit": 3, "offset": offset})
+        listed += keys_of(page)
+        offset = page.get("nextOffset")
+    children = [f"agent:main:subagent:c{i}" for i in range(7)]
+    assert listed == [*children[:4], "agent:main:main", *children[4:]]
