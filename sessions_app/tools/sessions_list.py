@@ -14,7 +14,7 @@ from openclaw_common.errors import InvalidArgument
 from .. import list_enrichment, transcript, visibility
 from ..identity import Requester
 from ..list_enrichment import ENRICH_ROWS
-from ..models import Agent, Run, Session, now_ms
+from ..models import Agent, Run, Session, SessionQuerySet, now_ms
 from ..rows import page_rows, session_row
 from .declaration import Boolean, Choice, Declaration, Integer, String, StringList, Tool
 from .shapes import BOOLEAN, INTEGER, SESSION_ROW, STRING, array, obj
@@ -262,7 +262,7 @@ def _enrich(rows: list[dict], page: list, *, titles: bool, previews: bool) -> No
 
 
 def visible_page(
-    qs: QuerySet[Session], policy: visibility.Policy, *, offset: int, limit: int
+    qs: SessionQuerySet, policy: visibility.Policy, *, offset: int, limit: int
 ) -> QuerySet[Session]:
     """`qs` narrowed to what `policy` may see, newest activity first, rows offset..offset+limit.
 
