@@ -4,6 +4,7 @@ session_row() renders and does not query; page_rows() reads a page as SessionRow
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -208,7 +209,12 @@ def transcript_path(session_id: str) -> str:
     """Where the transcript can be fetched: the JSONL export, named by the sessionId as
     OpenClaw's `<sessionId>.jsonl` file is (/api/v1/sessions/<key>/transcript.jsonl serves the
     same export)."""
-    return f"/api/v1/transcripts/{quote(session_id, safe='')}.jsonl"
+    # A sessionId is nearly always made of characters quote() keeps (a UUID): skip it then.
+    name = session_id if _URL_SAFE.fullmatch(session_id) else quote(session_id, safe="")
+    return f"/api/v1/transcripts/{name}.jsonl"
+
+
+_URL_SAFE = re.compile(r"[A-Za-z0-9_.~-]*")
 
 
 def session_row(
