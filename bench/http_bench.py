@@ -4,10 +4,13 @@
     .venv/bin/python bench/http_bench.py [--requests 200] [--warmup 20] [--port 8765]
 
 Uses the database the environment selects (DATABASE_URL, else SQLite under OPENCLAW_VAR_DIR),
-which bench/generate.py must have filled. Starts daphne (one process, as `manage.py serve`
-does) in a subprocess with the same environment, creates an operator API key, sets
-visibility=all + agent-to-agent so the operator sees every session, then times each case with
-one keep-alive connection. Every response is checked (status 200, expected row count).
+which bench/generate.py must have filled. Starts the server as `manage.py serve` does (uvicorn,
+one process; `--server daphne` for the earlier rounds' server) in a subprocess with the same
+environment (REDIS_URL included), creates an operator API key, sets the visibility
+(`--visibility`, default all) with agent-to-agent on, then times each case with one keep-alive
+connection, the operator acting as `--requester` (default agent:main:main). Every response is
+checked (status 200, expected row count: 200, or under self/tree what the first response
+listed, which must be the same every time). `uptime` is recorded around each case.
 
 Prints a Markdown table; writes bench/results/http-<backend>.json.
 """
@@ -41,6 +44,12 @@ class BenchError(RuntimeError):
 
 def backend_name() -> str:
     return "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
+
+
+def uptime() -> str:
+    """`uptime`'s line (the load averages with the time), recorded with every figure."""
+    done = subprocess.run(["uptime"], capture_output=True, text=True)
+    return done.stdout.strip()
 
 
 def free_port() -> int:
@@ -86,10 +95,16 @@ class Client:
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
 
 
-def start_server(port: int, log_path: Path, app: str) -> subprocess.Popen:
+def start_server(port: int, log_path: Path, app: str, server_name: str) -> subprocess.Popen:
+    from sessions_app.management.commands.serve import server_command
+
+    command = [
+        app if part == "openclaw_site.asgi:application" else part
+        for part in server_command(server_name, "127.0.0.1", port)
+    ]
     log = log_path.open("w")
     server = subprocess.Popen(
-        [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
+        command,
         cwd=ROOT,
         env=os.environ.copy(),
         stdout=log,
@@ -146,14 +161,14 @@ def seqs(messages: list[dict]) -> list[int]:
     return [m["__openclaw"]["seq"] for m in messages]
 
 
-def check_list(message_limit: int):
+def check_list(message_limit: int, rows: int = PAGE):
     def check(body: dict, case: str) -> None:
         details = body["result"]["details"]
-        if details["count"] != PAGE or len(details["sessions"]) != PAGE:
-            raise BenchError(f"{case}: expected {PAGE} sessions, got {details['count']}")
+        if details["count"] != rows or len(details["sessions"]) != rows:
+            raise BenchError(f"{case}: expected {rows} sessions, got {details['count']}")
         if message_limit:
             with_messages = sum(1 for s in details["sessions"] if s.get("messages"))
-            if "messages" not in details["sessions"][0] or with_messages < PAGE // 2:
+            if "messages" not in details["sessions"][0] or with_messages < rows // 2:
                 raise BenchError(f"{case}: only {with_messages} sessions carry messages")
             if any(len(s["messages"]) > message_limit for s in details["sessions"]):
                 raise BenchError(f"{case}: more than {message_limit} messages on a row")
@@ -184,7 +199,7 @@ def check_page(*, below: int | None):
     return check
 
 
-def build_cases(deep_key: str, last_seq: int) -> list[dict]:
+def build_cases(deep_key: str, last_seq: int, requester: str, list_rows: int) -> list[dict]:
     cursor = last_seq - DEPTH
     path = f"/api/v1/sessions/{quote(deep_key, safe=':')}/history/"
     invoke = "/tools/invoke"
@@ -193,15 +208,23 @@ def build_cases(deep_key: str, last_seq: int) -> list[dict]:
             "name": "sessions_list limit 200, messageLimit 0",
             "method": "POST",
             "path": invoke,
-            "body": {"tool": "sessions_list", "args": {"limit": PAGE, "messageLimit": 0}},
-            "check": check_list(0),
+            "body": {
+                "tool": "sessions_list",
+                "args": {"limit": PAGE, "messageLimit": 0},
+                "sessionKey": requester,
+            },
+            "check": check_list(0, list_rows),
         },
         {
             "name": "sessions_list limit 200, messageLimit 5",
             "method": "POST",
             "path": invoke,
-            "body": {"tool": "sessions_list", "args": {"limit": PAGE, "messageLimit": 5}},
-            "check": check_list(5),
+            "body": {
+                "tool": "sessions_list",
+                "args": {"limit": PAGE, "messageLimit": 5},
+                "sessionKey": requester,
+            },
+            "check": check_list(5, list_rows),
         },
         {
             "name": "agents_list",
@@ -293,14 +316,25 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--app",
         default="openclaw_site.asgi:application",
-        help="ASGI application for daphne (to try a change without editing the app)",
+        help="ASGI application for the server (to try a change without editing the app)",
+    )
+    parser.add_argument(
+        "--server",
+        choices=("uvicorn", "daphne"),
+        default="uvicorn",
+        help="uvicorn, as `manage.py serve` (default), or daphne (the rounds before issue 18)",
+    )
+    parser.add_argument(
+        "--requester",
+        default="agent:main:main",
+        help="the session the operator acts as (sessionKey of the list cases)",
     )
     parser.add_argument("--label", default="", help="suffix for the result file name")
     parser.add_argument(
         "--visibility",
-        choices=("agent", "all"),
+        choices=("self", "tree", "agent", "all"),
         default="all",
-        help="tools.sessions.visibility for the run (the operator acts as agent:main:main)",
+        help="tools.sessions.visibility for the run (the operator acts as --requester)",
     )
     args = parser.parse_args(argv)
 
@@ -314,7 +348,7 @@ def main(argv=None) -> int:
     port = args.port or free_port()
 
     token = create_operator_key()
-    server = start_server(port, RESULTS / f"server-{backend}.log", args.app)
+    server = start_server(port, RESULTS / f"server-{backend}.log", args.app, args.server)
     try:
         client = Client(port, token)
         status, payload = client.request(
@@ -332,14 +366,27 @@ def main(argv=None) -> int:
         if last_seq <= DEPTH + PAGE:
             raise BenchError(f"{deep_key} has {last_seq} messages; need more than {DEPTH + PAGE}")
 
+        # Under self and tree the list holds what the requester's scope holds (the same on
+        # every request); elsewhere a full page.
+        list_rows = PAGE
+        if args.visibility in ("self", "tree"):
+            status, payload = client.request(
+                "POST",
+                "/tools/invoke",
+                {"tool": "sessions_list", "args": {"limit": PAGE}, "sessionKey": args.requester},
+            )
+            list_rows = decode(status, payload, "list rows")["result"]["details"]["count"]
         results = []
-        for case in build_cases(deep_key, last_seq):
+        for case in build_cases(deep_key, last_seq, args.requester, list_rows):
             if args.only and args.only not in case["name"]:
                 continue
-            load_before = os.getloadavg()[0]
+            load_before, uptime_before = os.getloadavg()[0], uptime()
             result = run_case(client, case, requests=args.requests, warmup=args.warmup)
             # The machine is shared: the 1-minute load average around each case goes with it.
             result["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+            result["uptime"] = [uptime_before, uptime()]
+            if case["name"].startswith("sessions_list"):
+                result["rows"] = list_rows
             print(f"  {result['case']}: p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms",
                   flush=True)  # fmt: skip
             results.append(result)
@@ -352,7 +399,7 @@ def main(argv=None) -> int:
     report = {
         "backend": backend,
         "measured_at": datetime.now(tz=UTC).isoformat(),
-        "server": "daphne, one process",
+        "server": f"{args.server}, one process",
         "client": "http.client, one keep-alive connection, sequential requests",
         "requests": args.requests,
         "warmup": args.warmup,
@@ -369,6 +416,7 @@ def main(argv=None) -> int:
             )
         },
         "visibility": args.visibility,
+        "requester": args.requester,
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
         "results": results,
     }

@@ -8,6 +8,12 @@ Cases (all in one process, Python side only; PostgreSQL's own work is another pr
   list   POST /tools/invoke agents_list through Django's test client (edge, tool, JSON)
   send   POST /tools/invoke sessions_send with timeoutSeconds 0 (edge, start_send, the run row)
   run    start_send + execute_run in-process (claim, scripted turn, finish, announce follow-up)
+On a data set bench/generate.py made (--data DATABASE_URL; nothing is dropped, an operator key
+is made and deleted, the visibility is left as it is):
+  sessions_list     POST /tools/invoke sessions_list limit 200, messageLimit 5
+  sessions_history  POST /tools/invoke sessions_history agent:main:main, 200, includeTools,
+                    offset 1,000,000
+  rest_history      GET /api/v1/sessions/agent:main:main/history/?limit=200 (first page)
 
 Each case runs twice under callgrind, with 0 and with --calls calls after five warm-up calls; per
 call = the difference / --calls. It uses its own PostgreSQL database `instrbench` (dropped and
@@ -26,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PG = "postgres://postgres@127.0.0.1:5432"
 TARGET = "agent:echo:main"
+DEEP = "agent:main:main"
+DATA_CASES = ("sessions_list", "sessions_history", "rest_history")
 
 
 def child(case: str, calls: int) -> None:
@@ -52,9 +60,23 @@ def child(case: str, calls: int) -> None:
             "tool": "sessions_send",
             "args": {"sessionKey": TARGET, "message": "ping", "timeoutSeconds": 0},
         },
+        "sessions_list": {"tool": "sessions_list", "args": {"limit": 200, "messageLimit": 5}},
+        "sessions_history": {
+            "tool": "sessions_history",
+            "args": {
+                "sessionKey": DEEP,
+                "limit": 200,
+                "includeTools": True,
+                "offset": 1_000_000,
+            },
+        },
     }
 
     def call(i: int) -> None:
+        if case == "rest_history":
+            response = client.get(f"/api/v1/sessions/{DEEP}/history/?limit=200")
+            assert response.status_code == 200 and len(response.json()["messages"]) == 200
+            return
         if case == "run":
             plan = start_send(
                 requester=requester,
@@ -67,6 +89,8 @@ def child(case: str, calls: int) -> None:
         response = client.post("/tools/invoke", bodies[case], content_type="application/json")
         details = response.json()["result"]["details"]
         assert details.get("status") in (None, "accepted"), details
+        if case in DATA_CASES:
+            assert len(details.get("sessions") or details.get("messages") or []) == 200, details
 
     for i in range(5):
         call(i)
@@ -137,23 +161,62 @@ def main() -> None:
     parser.add_argument("--cases", default="list,send,run")
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--database", default=f"{PG}/instrbench")
+    parser.add_argument(
+        "--data", help="DATABASE_URL of a generated data set, for the sessions_* cases"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.calls)
         return
-    token = prepare(args.database)
+    cases = args.cases.split(",")
+    if any(case in DATA_CASES for case in cases) != bool(args.data):
+        parser.error(f"--data goes with the cases {', '.join(DATA_CASES)} (and only with them)")
+    database = args.data or args.database
+    token = data_key(database) if args.data else prepare(database)
     env = {
         **os.environ,
-        "DATABASE_URL": args.database,
+        "DATABASE_URL": database,
         "DB_POOL": "0",
         "PYTHONHASHSEED": "0",
         "INSTR_TOKEN": token,
     }
-    for case in args.cases.split(","):
-        base = count(args.tree, case, 0, env)
-        more = count(args.tree, case, args.calls, env)
-        print(f"{case}: {(more - base) / args.calls / 1e6:.2f} M instructions per call")
+    try:
+        for case in cases:
+            base = count(args.tree, case, 0, env)
+            more = count(args.tree, case, args.calls, env)
+            print(f"{case}: {(more - base) / args.calls / 1e6:.2f} M instructions per call")
+    finally:
+        if args.data:
+            manage_shell(
+                database,
+                "from sessions_app.models import ApiKey\n"
+                "ApiKey.objects.filter(name='instr_bench').delete()\n",
+            )
+
+
+def manage_shell(database_url: str, script: str) -> str:
+    env = {**os.environ, "DATABASE_URL": database_url, "DB_POOL": "0"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def data_key(database_url: str) -> str:
+    """An operator key on a generated data set (its schema migrated to this checkout's)."""
+    env = {**os.environ, "DATABASE_URL": database_url, "DB_POOL": "0"}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    script = (
+        "from sessions_app.models import ApiKey\n"
+        "print(ApiKey.generate(scope=ApiKey.OPERATOR, name='instr_bench')[1])\n"
+    )
+    return manage_shell(database_url, script).splitlines()[-1]
 
 
 if __name__ == "__main__":

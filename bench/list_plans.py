@@ -4,9 +4,9 @@ for BENCHMARKS.md: what each statement costs the server, apart from the load on 
 
     .venv/bin/python bench/list_plans.py [--label none-100000]
 
-For sessions_list (limit 200, messageLimit 5) as agent:main:main at visibility all and agent,
-and for the browser's list: every SELECT it sends, run again under EXPLAIN (ANALYZE, BUFFERS,
-FORMAT JSON). Prints one line per statement (execution and planning ms, rows, buffers, the
+For sessions_list (limit 200, messageLimit 5) as agent:main:main at visibility all, agent, tree
+and self, as agent:main:orchestrator (the one-parent profiles' parent) at tree, and for the
+browser's list: every SELECT it sends, run again under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON). Prints one line per statement (execution and planning ms, rows, buffers, the
 estimated cost, whether a sequential scan of sessions or messages appears) and writes
 bench/results/plans-<label>.json.
 """
@@ -51,7 +51,8 @@ def statements(call) -> list[str]:
     return [
         q["sql"]
         for q in captured.captured_queries
-        if q["sql"].lstrip().upper().startswith("SELECT") and any(t in q["sql"] for t in TABLES)
+        if q["sql"].lstrip().lstrip("(").upper().startswith("SELECT")
+        and any(t in q["sql"] for t in TABLES)
     ]
 
 
@@ -82,19 +83,30 @@ def main(argv=None) -> int:
     if connection.vendor != "postgresql":
         print("PostgreSQL only")
         return 2
-    requester_session = Session.objects.get(key="agent:main:main")
     report: dict[str, list[dict]] = {}
     config = GatewayConfig.load()
-    for visibility in ("all", "agent"):
+    for visibility, key in (
+        ("all", "agent:main:main"),
+        ("agent", "agent:main:main"),
+        ("tree", "agent:main:main"),
+        ("tree", "agent:main:orchestrator"),
+        ("self", "agent:main:main"),
+    ):
+        session = Session.objects.filter(key=key).first()
+        if session is None:
+            continue
         config.visibility, config.a2a_enabled = visibility, True
         config.save()
-        requester = requester_for_session(requester_session)
+        requester = requester_for_session(session)
         found = statements(
             lambda requester=requester: sessions_list(
                 requester=requester, args={"limit": 200, "messageLimit": 5}
             )
         )
-        report[f"sessions_list {visibility}"] = [describe(sql) for sql in found]
+        name = f"sessions_list {visibility}" + ("" if key == "agent:main:main" else f" as {key}")
+        report[name] = [describe(sql) for sql in found]
+    config.visibility = "all"
+    config.save()
     settings = GatewayConfig.load().key_settings
     report["browser list"] = [
         describe(sql) for sql in statements(lambda: queries.list_page({}, settings=settings))

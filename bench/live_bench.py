@@ -41,10 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PY = sys.executable
 
+# LIVE_BENCH_DB / LIVE_BENCH_REDIS_DB name others (several people on one machine).
+PG_DB = os.environ.get("LIVE_BENCH_DB", "livebench")
+REDIS_DB = str(int(os.environ.get("LIVE_BENCH_REDIS_DB", "9")))
 CONFIGS = {
     "pg-redis": {
-        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/livebench",
-        "REDIS_URL": "redis://127.0.0.1:6379/9",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{PG_DB}",
+        "REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
     },
     "sqlite": {"OPENCLAW_VAR_DIR": str(ROOT / "var" / "livebench")},
 }
@@ -96,9 +99,9 @@ def manage(env, *args, stdin=None) -> str:
 
 def fresh_database(label: str, env: dict) -> None:
     if label == "pg-redis":
-        for cmd in (["dropdb", "--if-exists", "livebench"], ["createdb", "livebench"]):
+        for cmd in (["dropdb", "--if-exists", "--force", PG_DB], ["createdb", PG_DB]):
             subprocess.run([*cmd, "-h", "127.0.0.1", "-U", "postgres"], check=True)
-        subprocess.run(["redis-cli", "-n", "9", "flushdb"], check=True, capture_output=True)
+        subprocess.run(["redis-cli", "-n", REDIS_DB, "flushdb"], check=True, capture_output=True)
     else:
         var = Path(CONFIGS[label]["OPENCLAW_VAR_DIR"])
         for name in ("db.sqlite3", "db.sqlite3-wal", "db.sqlite3-shm"):
@@ -106,6 +109,10 @@ def fresh_database(label: str, env: dict) -> None:
                 (var / name).unlink()
         var.mkdir(parents=True, exist_ok=True)
     manage(env, "migrate", "--noinput")
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def free_port() -> int:
@@ -315,6 +322,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--only", choices=sorted(CONFIGS))
     parser.add_argument("--web-workers", type=int, default=1)
+    parser.add_argument("--label", default="", help="suffix for the result file name")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     for label in [args.only] if args.only else ["pg-redis", "sqlite"]:
@@ -339,6 +347,7 @@ def main():
             rows = []
             for rate in [float(r) for r in args.rates.split(",")]:
                 server_pids = group_pids(server.pid)
+                uptime_before = uptime()
                 # uvloop, as the server uses: the subscribers' process shares the 2 cores with
                 # the server, and the default loop costs it about a third more CPU per frame.
                 row = uvloop.run(
@@ -352,6 +361,8 @@ def main():
                         server_pids,
                     )
                 )
+                # The machine may be shared: the load goes with every figure.
+                row["uptime"] = [uptime_before, uptime()]
                 rows.append(row)
                 print(f"{label}: {json.dumps(row)}", flush=True)
         finally:
@@ -365,7 +376,8 @@ def main():
             "web_workers": args.web_workers,
             "rows": rows,
         }
-        (RESULTS / f"live-{label}.json").write_text(json.dumps(result, indent=2))
+        name = f"live-{label}" + (f"-{args.label}" if args.label else "")
+        (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
         print(f"\n### {label}\n")
         print(
             "| subscribers | msgs/s | appended | frames expected | received | lost | dup | "

@@ -51,10 +51,11 @@ from sessions_app.management.commands.serve import server_command  # noqa: E402
 RESULTS = ROOT / "bench" / "results"
 PYTHON = sys.executable
 SQLITE_DIR = ROOT / "var" / "sendbench"
-PG_DB = "sendbench"
+# SEND_BENCH_DB / SEND_BENCH_REDIS_DB name others (several people on one machine).
+PG_DB = os.environ.get("SEND_BENCH_DB", "sendbench")
 PG_URL = f"postgres://postgres@127.0.0.1:5432/{PG_DB}"
 # A Redis database number of its own, so emptying the task queue touches nobody else's keys.
-REDIS_URL = "redis://127.0.0.1:6379/7"
+REDIS_URL = f"redis://127.0.0.1:6379/{int(os.environ.get('SEND_BENCH_REDIS_DB', '7'))}"
 TARGET = "agent:echo:main"
 
 SKIP_RULES = [
@@ -89,6 +90,10 @@ class BenchError(RuntimeError):
 
 
 # --- processes and databases ----------------------------------------------------------------
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def config_env(name: str, workers: int, settings: str | None) -> dict:
@@ -504,13 +509,13 @@ def bench_config(name: str, args) -> list[dict]:
                              timeout_seconds=args.timeout_seconds)  # fmt: skip
             wait_drained(env, since="1970-01-01T00:00:00+00:00", timeout=15)
             since = datetime.now(tz=UTC).isoformat()
-            load_before = os.getloadavg()
+            load_before, uptime_before = os.getloadavg(), uptime()
             groups = processes.groups[0].pid, processes.groups[1].pid
             cpu_before = cpu_ticks(*groups)
             result = run_sends(processes.port, token, sends=args.sends, clients=args.clients,
                                timeout_seconds=args.timeout_seconds)  # fmt: skip
             cpu_after = cpu_ticks(*groups)
-            load_after = os.getloadavg()
+            load_after, uptime_after = os.getloadavg(), uptime()
             drain_started = time.monotonic()
             runs = wait_drained(env, since, timeout=60)
             drain_s = time.monotonic() - drain_started
@@ -540,6 +545,7 @@ def bench_config(name: str, args) -> list[dict]:
             drain_after_s=round(drain_s, 1),
             loadavg_before=[round(x, 2) for x in load_before],
             loadavg_after=[round(x, 2) for x in load_after],
+            uptime=[uptime_before, uptime_after],
             workers=args.workers,
             timeout_seconds=args.timeout_seconds,
             measured_at=datetime.now(tz=UTC).isoformat(),

@@ -240,6 +240,28 @@ def derive_channel(
     return channel_from_key(key) or UNKNOWN_CHANNEL
 
 
+_DELIVERY_FIELDS = ("channel", "to", "accountId", "threadId")
+_INF = float("inf")
+
+
+def _clean_str(value):
+    if isinstance(value, str):
+        value = value.strip()
+        if value:
+            return value
+    return None
+
+
+def _clean_thread(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value == value and value not in (_INF, -_INF):
+        return int(value)
+    return _clean_str(value)
+
+
 def normalize_delivery_context(
     delivery_context: dict | None,
     *,
@@ -252,50 +274,33 @@ def normalize_delivery_context(
 
     Gateway `normalizeSessionDeliveryFields`: strings trimmed, empties dropped, a finite numeric
     threadId truncated to an int; when the two channels differ, to/accountId/threadId come only
-    from the primary; None when nothing is left.
+    from the primary; None when nothing is left. (Every list row asks: the helpers are module
+    functions and the fields tuples, not a dict per side.)
     """
-    fallback = delivery_context if isinstance(delivery_context, dict) else {}
-
-    def clean_str(value):
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-        return None
-
-    def clean_thread(value):
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int):
-            return value
-        if (
-            isinstance(value, float)
-            and value == value
-            and value not in (float("inf"), float("-inf"))
-        ):
-            return int(value)
-        return clean_str(value)
-
-    primary = {
-        "channel": clean_str(last_channel),
-        "to": clean_str(last_to),
-        "accountId": clean_str(last_account_id),
-        "threadId": clean_thread(last_thread_id),
-    }
-    secondary = {
-        "channel": clean_str(fallback.get("channel")),
-        "to": clean_str(fallback.get("to")),
-        "accountId": clean_str(fallback.get("accountId")),
-        "threadId": clean_thread(fallback.get("threadId")),
-    }
+    primary = (
+        _clean_str(last_channel),
+        _clean_str(last_to),
+        _clean_str(last_account_id),
+        _clean_thread(last_thread_id),
+    )
+    if isinstance(delivery_context, dict) and delivery_context:
+        get = delivery_context.get
+        secondary = (
+            _clean_str(get("channel")),
+            _clean_str(get("to")),
+            _clean_str(get("accountId")),
+            _clean_thread(get("threadId")),
+        )
+    else:
+        secondary = (None, None, None, None)
     channels_differ = (
-        primary["channel"] is not None
-        and secondary["channel"] is not None
-        and primary["channel"] != secondary["channel"]
+        primary[0] is not None and secondary[0] is not None and primary[0] != secondary[0]
     )
     merged = {}
-    for field in ("channel", "to", "accountId", "threadId"):
-        value = primary[field]
-        if value is None and not (channels_differ and field != "channel"):
-            value = secondary[field]
+    for i, field in enumerate(_DELIVERY_FIELDS):
+        value = primary[i]
+        if value is None and not (channels_differ and i):
+            value = secondary[i]
         if value is not None:
             merged[field] = value
     return merged or None

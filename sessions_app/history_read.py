@@ -16,10 +16,11 @@ import orjson
 
 from openclaw_common import keys
 
-from .models import Message, Run, Session
+from . import rawsql
+from .models import Run, Session
 from .runs.prompts import ANNOUNCE_STEP_MESSAGE
 from .runs.tokens import is_silent
-from .transcript import TOOL_RESULT, MessageRow, message_rows
+from .transcript import TOOL_RESULT, MessageRow, read_rows
 
 HIDDEN_TOKENS = ("REPLY_SKIP", "ANNOUNCE_SKIP")
 # The completion-event prompt a parent's completion turn starts with (9.6 §1.3).
@@ -37,6 +38,17 @@ PENDING_STATES = {
     Run.ERROR: "interrupted",
     Run.TIMEOUT: "interrupted",
 }
+
+
+# Every history call reads them, and nearly always finds none: plain SQL (rawsql says why).
+_PENDING_COLUMNS = rawsql.ModelColumns(Run, "r", ("id", "status", "created_at", "message"))
+_PENDING_SQL = (
+    f"SELECT {_PENDING_COLUMNS.sql} FROM {rawsql.table(Run)} r"
+    " WHERE r.session_id = %s AND r.serial = %s AND r.input_seq IS NULL"
+    f" AND r.kind IN ({', '.join(['%s'] * len(PENDING_KINDS))})"
+    f" AND r.status IN ({', '.join(['%s'] * len(PENDING_STATES))})"
+    " ORDER BY r.created_at, r.id"
+)
 
 
 def message_id(seq: int) -> str:
@@ -127,11 +139,10 @@ def _read(session: Session, *, past: int, want: int, include_tools: bool, newer:
     or the older ones newest first. Reads on, `want` rows a query, past hidden rows."""
     found: list[MessageRow] = []
     while len(found) < want and (past < session.last_seq if newer else past > 1):
-        beyond = {"seq__gt": past} if newer else {"seq__lt": past}
-        qs = Message.objects.filter(session=session, **beyond)
-        if not include_tools:
-            qs = qs.exclude(role=TOOL_RESULT)
-        rows = message_rows(qs.order_by("seq" if newer else "-seq")[:want])
+        beyond = {"above": past} if newer else {"below": past}
+        rows = read_rows(
+            session.pk, **beyond, include_tools=include_tools, newest_first=not newer, limit=want
+        )
         found += [r for r in rows if not is_hidden(r)]
         if len(rows) < want:
             break
@@ -159,7 +170,7 @@ def page(session: Session, *, limit: int, offset: int, include_tools: bool) -> W
 def around(session: Session, seq: int, *, limit: int, include_tools: bool) -> list[MessageRow]:
     """Up to `limit` shown rows around the message at `seq`, growing alternately older and newer
     (9.6 §4.2). Empty when there is no such message or it is not shown."""
-    anchor = message_rows(Message.objects.filter(session=session, seq=seq))
+    anchor = read_rows(session.pk, below=seq + 1, above=seq - 1, limit=1)
     if not anchor or not shown(anchor[0], include_tools=include_tools):
         return []
     older = _read(session, past=seq, want=limit - 1, include_tools=include_tools, newer=False)
@@ -188,17 +199,12 @@ def pending_inputs(session: Session, *, before: int | None = None) -> dict[str, 
     input waits to be appended when they start (serial runs, queued), or never will be
     (cancelled or interrupted before they started). Newest first, at most 20 items sharing a 4,096-byte budget; `nextBefore`
     pages older ones. Positions count from the oldest (1)."""
-    runs = list(
-        Run.objects.filter(
-            session=session,
-            serial=True,
-            input_seq__isnull=True,
-            kind__in=PENDING_KINDS,
-            status__in=list(PENDING_STATES),
+    runs = [
+        _PENDING_COLUMNS.values(row)
+        for row in rawsql.fetchall(
+            _PENDING_SQL, [session.pk, True, *PENDING_KINDS, *list(PENDING_STATES)]
         )
-        .order_by("created_at", "id")
-        .values_list("id", "status", "created_at", "message")
-    )
+    ]
     total = len(runs)
     end = total if before is None else max(0, min(before - 1, total))
     items: list[dict[str, Any]] = []

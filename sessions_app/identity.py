@@ -71,7 +71,8 @@ def requester_for(
     - agent: only sessions of its agent; a pinned key only its pinned session (the default);
     - ingest: may not act as a session (it creates sessions and appends messages only).
     """
-    config = config or GatewayConfig.load()
+    read = api_key.take_settings()  # what authenticate() read with the key, if it did
+    config = config or (read[0] if read else None) or GatewayConfig.load()
     settings = config.key_settings
     if api_key.scope == ApiKey.INGEST:
         raise AccessDenied("An ingest key cannot act as a session; use an agent or operator key")
@@ -110,10 +111,10 @@ def requester_for(
         if api_key.session_key and canonical != api_key.session_key:
             raise AccessDenied(f"This API key is pinned to session {api_key.session_key}")
 
-    agent = api_key.agent if api_key.agent_id == owner else Agent.objects.filter(pk=owner).first()
-    if agent is None:
+    agent_sandboxed = _agent_sandboxed(api_key, owner, read[1:] if read else None)
+    if agent_sandboxed is None:
         raise InvalidArgument(f"agent not found: {owner}")
-    sandboxed = bool(api_key.sandboxed or agent.sandboxed)
+    sandboxed = bool(api_key.sandboxed or agent_sandboxed)
     if (
         sandboxed
         and api_key.scope == ApiKey.AGENT
@@ -135,6 +136,19 @@ def requester_for(
         api_key_id=api_key.pk,
         home_key=default_key if api_key.scope == ApiKey.AGENT else "",
     )
+
+
+def _agent_sandboxed(
+    api_key: ApiKey, agent_id: str, default: tuple[str, bool | None] | None
+) -> bool | None:
+    """Whether agent `agent_id` is sandboxed; None when there is no such agent. The key's own
+    agent and the default agent (`default`: as authenticate() read it) need no query."""
+    if api_key.agent_id == agent_id:
+        return bool(api_key.agent.sandboxed)
+    if default is not None and default[0] == agent_id:
+        return default[1]
+    found = Agent.objects.filter(pk=agent_id).values_list("sandboxed", flat=True).first()
+    return None if found is None else bool(found)
 
 
 def session_owner(canonical: str, settings: keys.KeySettings) -> str:

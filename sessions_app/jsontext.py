@@ -7,6 +7,7 @@ several times faster; it refuses integers past 64 bits, which the standard encod
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
@@ -30,3 +31,31 @@ def dumps_pretty(value: Any) -> str:
 
 def byte_size(value: Any) -> int:
     return len(dumps_bytes(value))
+
+
+# An integer past 64 bits, which orjson reads as a float where the standard library keeps it
+# exact (jsonb stores any number exactly), is a run of at least 19 digits. Counting a text's
+# digits (bytes.translate, one pass in C) costs about what orjson does; the regular expression
+# is ten times that, so it runs only on a text with 19 digits or more.
+_LONG_NUMBER = re.compile(r"[0-9]{19}")
+_DIGITS = b"0123456789"
+
+
+def loads(text: str) -> Any:
+    """A stored JSON column's text (jsonb as a plain cursor returns it) as Django's JSONField
+    reads it (json.loads; text that is not JSON stays text), faster: orjson, unless the text
+    holds a number orjson would read differently (or cannot read)."""
+    if len(text) < 19 or _few_digits(text) or _LONG_NUMBER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _few_digits(text: str) -> bool:
+    raw = text.encode()
+    return len(raw) - len(raw.translate(None, _DIGITS)) < 19

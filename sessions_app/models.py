@@ -5,6 +5,7 @@ Rules about one row live on the model, rules about many on its QuerySet (STYLE.m
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import time
@@ -282,6 +283,16 @@ class Session(models.Model):
             models.Index(fields=["-updated_at", "-id"], name="session_activity"),
             models.Index(fields=["agent", "-updated_at", "-id"], name="session_agent_activity"),
             models.Index(fields=["spawned_by"], name="session_spawned_by"),
+            # A parent's active children newest first (the list's own order), from the index
+            # alone: rows.children_of reads at most CHILD_SESSIONS_MAX + 1 entries of it per
+            # listed row however many children the parent has, and a `tree` list its page
+            # (visibility.activity_branches). INCLUDE is PostgreSQL's; SQLite builds it without.
+            models.Index(
+                fields=["spawned_by", "-updated_at", "-id"],
+                include=["key"],
+                condition=Q(archived_at__isnull=True),
+                name="session_active_children",
+            ),
             models.Index(fields=["label"], name="session_label"),
             models.Index(fields=["changed_ms"], name="session_changed"),
             # Few sessions are cold: search counts those it skips (archivedTranscriptsExcluded).
@@ -856,16 +867,31 @@ class ApiKey(models.Model):
         row = cls.objects.create(lookup=lookup, secret_hash=cls.hash_secret(secret), **fields)
         return row, plaintext
 
+    # What authenticate() read beside the key, in the same statement, for this request's
+    # requester_for(): the gateway settings and the default agent's (id, sandboxed). Taken once
+    # (take_settings), so a key object kept longer never carries old settings into a later call.
+    _settings_read: tuple[GatewayConfig, str, bool | None] | None = None
+
     @classmethod
     def authenticate(cls, plaintext: str) -> ApiKey | None:
+        """The usable key `plaintext` names, or None. Read from the database on every call (a
+        revoked key fails at once), with its agent, the gateway settings and the default agent's
+        sandbox flag in the same statement: every request needs them next, and three ORM
+        statements cost several times the one plain one (BENCHMARKS.md, issue 18)."""
         parts = plaintext.strip().split("_", 2)
         if len(parts) != 3 or parts[0] != cls.PREFIX:
             return None
-        key = cls.objects.usable().select_related("agent").filter(lookup=parts[1]).first()
+        key = _key_with_settings(parts[1])
         if key is None or not secrets.compare_digest(key.secret_hash, cls.hash_secret(parts[2])):
             return None
         key.touch()
         return key
+
+    def take_settings(self) -> tuple[GatewayConfig, str, bool | None] | None:
+        """(settings, default agent id, its sandboxed flag or None if there is no such agent)
+        as authenticate() read them with this key; once, None after (or if it read none)."""
+        read, self._settings_read = self._settings_read, None
+        return read
 
     def touch(self) -> None:
         now = timezone.now()
@@ -881,6 +907,49 @@ class ApiKey(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+
+
+_KEY_COLUMNS = rawsql.ModelColumns(ApiKey, "k")
+_AGENT_COLUMNS = rawsql.ModelColumns(Agent, "a")
+_CONFIG_COLUMNS = rawsql.ModelColumns(GatewayConfig, "c")
+
+
+@functools.cache
+def _key_with_settings_sql() -> str:
+    return (
+        f"SELECT {_KEY_COLUMNS.sql}, {_AGENT_COLUMNS.sql}, {_CONFIG_COLUMNS.sql},"
+        " c.default_agent_id, d.sandboxed"
+        f" FROM {rawsql.table(ApiKey)} k"
+        f" LEFT JOIN {rawsql.table(Agent)} a ON a.id = k.agent_id"
+        f" LEFT JOIN {rawsql.table(GatewayConfig)} c ON c.id = 1"
+        f" LEFT JOIN {rawsql.table(Agent)} d ON d.id = c.default_agent_id"
+        " WHERE k.lookup = %s AND k.revoked_at IS NULL"
+    )
+
+
+def _key_with_settings(lookup: str) -> ApiKey | None:
+    """The unrevoked key with this lookup, its agent cached on it (select_related's work), and
+    what ApiKey.authenticate() documents beside it. One statement."""
+    found = rawsql.fetchall(_key_with_settings_sql(), [lookup])
+    if not found:
+        return None
+    row = found[0]
+    at = len(_KEY_COLUMNS)
+    key = _KEY_COLUMNS.build(row[:at])
+    agent_values = row[at : at + len(_AGENT_COLUMNS)]
+    at += len(_AGENT_COLUMNS)
+    config_values = row[at : at + len(_CONFIG_COLUMNS)]
+    default_agent_id, default_sandboxed = row[at + len(_CONFIG_COLUMNS) :]
+    ApiKey.agent.field.set_cached_value(
+        key, _AGENT_COLUMNS.build(agent_values) if key.agent_id is not None else None
+    )
+    if default_agent_id is not None:  # else no settings row yet: GatewayConfig.load() makes it
+        key._settings_read = (
+            _CONFIG_COLUMNS.build(config_values),
+            default_agent_id,
+            None if default_sandboxed is None else bool(default_sandboxed),
+        )
+    return key
 
 
 # The delivery outbox's models live with its code (sessions_app/delivery/), and so do the

@@ -9,9 +9,12 @@ Everything else keeps using the ORM.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+
+from . import jsontext
 
 
 def table(model) -> str:
@@ -53,3 +56,96 @@ def fetchall(sql: str, params: list) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+class ModelColumns:
+    """Columns of `model` (every concrete one, or `fields` by name) under the table alias
+    `alias`, for a plain SELECT, and what one row's slice of them makes: the model instance
+    (build) or the values (values), converted as the ORM converts them (JSON decoded, SQLite's
+    booleans, UUIDs and datetimes). For joins the ORM cannot express (a row with the singleton
+    settings row beside it) and for the few statements every request sends, where building
+    the queryset and compiling it cost more than PostgreSQL spends running it.
+
+    The converters are found once per backend (the ORM finds them again for every statement);
+    a JSON column without a custom decoder is read by jsontext.loads, exact as json.loads and
+    mostly orjson. (SQLite's converters are methods of the first connection's `ops`; they read
+    nothing of it that differs between connections.)"""
+
+    def __init__(self, model, alias: str, fields: tuple[str, ...] | None = None):
+        self.model = model
+        self.alias = alias
+        self.fields = (
+            tuple(model._meta.concrete_fields)
+            if fields is None
+            else tuple(model._meta.get_field(name) for name in fields)
+        )
+        self.attnames = [f.attname for f in self.fields]
+        self._converters: dict[str, list] = {}
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    @functools.cached_property
+    def sql(self) -> str:
+        # Both backends quote names alike ("name"); built on first use, once.
+        return ", ".join(f"{self.alias}.{column(f.column)}" for f in self.fields)
+
+    def _converters_now(self) -> list:
+        found = self._converters.get(connection.vendor)
+        if found is None:
+            found = []
+            for i, field in enumerate(self.fields):
+                col = field.get_col(self.alias)
+                functions = connection.ops.get_db_converters(col)
+                if isinstance(field, models.JSONField) and field.decoder is None:
+                    functions = [*functions, _json_value]
+                else:
+                    functions = [*functions, *col.get_db_converters(connection)]
+                if functions:
+                    found.append((i, functions, col))
+            self._converters[connection.vendor] = found
+        return found
+
+    def values(self, row: tuple | list) -> list:
+        """`row` (these columns, in `sql`'s order) converted."""
+        return self.rows([row])[0]
+
+    def rows(self, found: list) -> list[list]:
+        """Every row of `found` converted (the converters looked up once for all of them)."""
+        converters = self._converters_now()
+        db = connections[DEFAULT_DB_ALIAS]
+        converted = []
+        for row in found:
+            values = list(row)
+            for i, functions, col in converters:
+                value = values[i]
+                if value is not None or len(functions) > 1 or functions[0] is not _json_value:
+                    for convert in functions:
+                        value = convert(value, col, db)
+                    values[i] = value
+            converted.append(values)
+        return converted
+
+    def build(self, row: tuple | list):
+        """The model instance of `row` (in `sql`'s order; the fields not read are deferred)."""
+        return self.model.from_db(connection.alias, self.attnames, self.values(row))
+
+
+def _json_value(value, expression, connection):
+    # What JSONField.from_db_value does for a plain column, with jsontext.loads.
+    return value if value is None else jsontext.loads(value)
+
+
+_READERS: dict[tuple, ModelColumns] = {}
+
+
+def first(model, where: str, params: list, *, fields: tuple[str, ...] | None = None):
+    """The first `model` row WHERE `where` (columns as `t.<column>`), or None: `.filter().first()`
+    (`.only(*fields)` with `fields`, the pk always read) without building and compiling a
+    queryset, and without its ORDER BY pk: `where` should name at most one row."""
+    columns = _READERS.get((model, fields))
+    if columns is None:
+        wanted = None if fields is None else (model._meta.pk.name, *fields)
+        columns = _READERS[(model, fields)] = ModelColumns(model, "t", wanted)
+    found = fetchall(f"SELECT {columns.sql} FROM {table(model)} t WHERE {where} LIMIT 1", params)
+    return columns.build(found[0]) if found else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument, NotFound
 
-from . import visibility
+from . import rawsql, visibility
 from .identity import Requester
 from .models import Session
 
@@ -48,14 +48,15 @@ def find_session(requester: Requester, raw: str) -> tuple[Session | None, str, b
     text = raw.strip()
     key_like = keys.looks_like_session_key(text) and not keys.looks_like_session_id(text)
     canonical = canonical_for(requester, text)
-    session = Session.objects.filter(key=canonical).first()
+    # Plain SQL: every history, send and status call starts here (rawsql says why).
+    session = rawsql.first(Session, "t.key = %s", [canonical])
     if session is not None or key_like:
         return session, canonical, True
     # A UUID, or text that does not look like a key: try it as a sessionId.
     session_id = keys.normalize_session_id(text)
     if session_id is None:
         return None, canonical, False
-    session = Session.objects.filter(session_id=session_id).first()
+    session = rawsql.first(Session, "t.session_id = %s", [session_id])
     return session, (session.key if session else canonical), False
 
 

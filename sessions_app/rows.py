@@ -4,17 +4,19 @@ session_row() renders and does not query; page_rows() reads a page as SessionRow
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-import orjson
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import F, OuterRef, QuerySet, Subquery, Window
+from django.db.models.functions import RowNumber
 
 from openclaw_common import keys
 
+from . import jsontext
 from .models import Session, SessionEvent, total_tokens_of
 
 
@@ -98,7 +100,8 @@ def page_rows(queryset: QuerySet[Session]) -> list[SessionRow]:
     JIT (issue 18: 27 s for a page of 200 at 100k sessions). Read by the page's actual keys, the
     lookup is planned with those values: an index probe per key (BENCHMARKS.md, "Data shapes").
     """
-    queryset = queryset.annotate(state_version=_STATE_VERSION)
+    if queryset.query.combinator is None:  # a union's branches carry it (with_state_version)
+        queryset = with_state_version(queryset)
     found = (
         _page_values_postgresql(queryset)
         if connection.vendor == "postgresql"
@@ -120,6 +123,12 @@ _STATE_VERSION = Subquery(
 )
 
 
+def with_state_version(queryset: QuerySet[Session]) -> QuerySet[Session]:
+    """`queryset` with each session's stateVersion, as page_rows() reads it (a union of pages
+    gets it on each branch: Django annotates no union)."""
+    return queryset.annotate(state_version=_STATE_VERSION)
+
+
 def row_of(session: Session, *, settings: keys.KeySettings) -> dict:
     """One session's sessions_list row with its active children (REST session detail, the
     sessions.patch/get RPCs): session_row() plus one children_of() query."""
@@ -128,46 +137,86 @@ def row_of(session: Session, *, settings: keys.KeySettings) -> dict:
     )
 
 
-def children_of(parent_keys: list[str]) -> dict[str, list[str]]:
-    """The keys of the active sessions each of `parent_keys` spawned, newest first. One query
-    (none for no keys), an index probe on `session_spawned_by` per key."""
-    children: dict[str, list[str]] = {}
+# At most this many of a row's active children are listed (newest first); a row with more says
+# so with `childSessionsTruncated: true` (docs/api.md). A parent with 280,000 children made a
+# 200-row page of ~40 MB; 9.6 itself caps a whole sessions_list result at 64 KiB.
+CHILD_SESSIONS_MAX = 100
+
+
+class ChildKeys(list):
+    """A row's listed child keys, newest first; `more`: it has active children past these."""
+
+    more = False
+
+
+def children_of(parent_keys: list[str]) -> dict[str, ChildKeys]:
+    """The keys of the active sessions each of `parent_keys` spawned, newest first, at most
+    CHILD_SESSIONS_MAX each (`.more` when there are others). One query (none for no keys).
+
+    PostgreSQL: per key, a LATERAL read of at most CHILD_SESSIONS_MAX + 1 entries of the
+    `session_active_children` index, which holds the active children newest first with their
+    keys (ties within one millisecond sorted on the way, an incremental sort), so a parent's
+    cost does not grow with its children (the earlier `spawned_by = ANY(keys)` read and sorted
+    a parent's 7,000 children: 27-39 ms at 1M sessions).
+    Elsewhere: the same cut with a window function over the children of the keys."""
+    children: dict[str, ChildKeys] = {}
     if not parent_keys:
         return children
     child_rows: Iterable[tuple[str, str]]
     if connection.vendor == "postgresql":
         # One array parameter: Django resolves each element of an `__in` list separately
-        # (~200 calls per page, a few ms). psycopg's client-side binding writes the array as a
-        # literal, so the planner still sees the keys.
+        # (~200 calls per page, a few ms).
         with connection.cursor() as cursor:
-            cursor.execute(_CHILDREN_SQL, [list(parent_keys)])
+            cursor.execute(_CHILDREN_SQL, [list(parent_keys), CHILD_SESSIONS_MAX + 1])
             child_rows = cursor.fetchall()
     else:
         child_rows = (
             Session.objects.active()
             .filter(spawned_by__in=parent_keys)
-            .order_by("-updated_at", "id")
+            .annotate(
+                place=Window(
+                    RowNumber(),
+                    partition_by=[F("spawned_by")],
+                    order_by=[F("updated_at").desc(), F("id").asc()],
+                )
+            )
+            .filter(place__lte=CHILD_SESSIONS_MAX + 1)
+            .order_by("spawned_by", "place")
             .values_list("spawned_by", "key")
         )
     for parent, child in child_rows:
-        children.setdefault(parent, []).append(child)
+        keys_of = children.get(parent)
+        if keys_of is None:
+            keys_of = children[parent] = ChildKeys()
+        if len(keys_of) < CHILD_SESSIONS_MAX:
+            keys_of.append(child)
+        else:
+            keys_of.more = True
     return children
 
 
+# The ORDER BY puts each parent's children together in index order (the nested loop already
+# returns them so; the sort of at most (page + 1) × (CHILD_SESSIONS_MAX + 1) rows makes it sure).
 _CHILDREN_SQL = """
-    SELECT spawned_by, key FROM sessions_app_session
-    WHERE spawned_by = ANY(%s) AND archived_at IS NULL
-    ORDER BY updated_at DESC, id
+    SELECT parent.key, child.key
+    FROM unnest(%s::text[]) AS parent(key)
+    CROSS JOIN LATERAL (
+        SELECT key, updated_at, id FROM sessions_app_session
+        WHERE spawned_by = parent.key AND archived_at IS NULL
+        ORDER BY updated_at DESC, id
+        LIMIT %s
+    ) AS child
+    ORDER BY parent.key, child.updated_at DESC, child.id
 """
 
 
 def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
-    """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded with orjson."""
+    """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded by jsontext.loads."""
     sql, params = queryset.values_list(*ROW_FIELDS, "state_version").query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         raw_rows = cursor.fetchall()
-    loads = orjson.loads
+    loads = jsontext.loads
     rows = []
     for raw in raw_rows:
         values = list(raw)
@@ -182,7 +231,12 @@ def transcript_path(session_id: str) -> str:
     """Where the transcript can be fetched: the JSONL export, named by the sessionId as
     OpenClaw's `<sessionId>.jsonl` file is (/api/v1/sessions/<key>/transcript.jsonl serves the
     same export)."""
-    return f"/api/v1/transcripts/{quote(session_id, safe='')}.jsonl"
+    # A sessionId is nearly always made of characters quote() keeps (a UUID): skip it then.
+    name = session_id if _URL_SAFE.fullmatch(session_id) else quote(session_id, safe="")
+    return f"/api/v1/transcripts/{name}.jsonl"
+
+
+_URL_SAFE = re.compile(r"[A-Za-z0-9_.~-]*")
 
 
 def session_row(
@@ -192,22 +246,32 @@ def session_row(
     children: Sequence[str] | None = None,
     messages: list[dict] | None = None,
 ) -> dict:
-    """Absent optional fields are omitted, as OpenClaw does."""
-    show = lambda key: keys.display_key(key, settings)  # noqa: E731
-    row: dict = {
-        "key": show(session.key),
-        "kind": session.kind,
-        "channel": session.row_channel,
-        "agentId": session.agent_id,
-    }
-    optional_strings = {
-        "label": session.label,
-        "displayName": session.display_name or session.label,
-        "model": session.model,
-        "thinkingLevel": session.thinking_level,
-        "verboseLevel": session.verbose_level,
-        "sendPolicy": session.send_policy,
-    }
+    """Absent optional fields are omitted, as OpenClaw does. (A list renders 200 of these: the
+    fields are set in order with plain ifs, and keys are passed through display_key only
+    under `session.scope=global`, the one setting where a displayed key differs.)"""
+    if settings.scope == "global":
+        show = lambda key: keys.display_key(key, settings)  # noqa: E731
+        row: dict = {"key": show(session.key)}
+    else:
+        show = None
+        row = {"key": session.key}
+    row["kind"] = session.kind
+    row["channel"] = session.row_channel
+    row["agentId"] = session.agent_id
+    label = session.label
+    if label:
+        row["label"] = label
+    display_name = session.display_name or label
+    if display_name:
+        row["displayName"] = display_name
+    for name, value in (
+        ("model", session.model),
+        ("thinkingLevel", session.thinking_level),
+        ("verboseLevel", session.verbose_level),
+        ("sendPolicy", session.send_policy),
+    ):
+        if value:
+            row[name] = value
     delivery = keys.normalize_delivery_context(
         session.delivery_context,
         last_channel=session.last_channel,
@@ -215,9 +279,33 @@ def session_row(
         last_account_id=session.last_account_id,
         last_thread_id=session.last_thread_id,
     )
-    row.update({k: v for k, v in optional_strings.items() if v})
     if delivery:
         row["deliveryContext"] = delivery
+    _usage_fields(row, session)
+    if delivery:
+        for field, name in _LAST_FIELDS:
+            if field in delivery:
+                row[name] = delivery[field]
+    row["transcriptPath"] = transcript_path(session.session_id)
+    _lineage_fields(row, session, children, show)
+    row["archived"] = session.archived
+    row["pinned"] = session.pinned
+    if session.category:
+        row["group"] = session.category
+    owner = session.owner
+    if owner:
+        row["owner"] = {"actor": owner}
+    if session.run_status:
+        row["status"] = session.run_status
+    if messages is not None:
+        row["messages"] = messages
+    return row
+
+
+_LAST_FIELDS = (("channel", "lastChannel"), ("to", "lastTo"), ("accountId", "lastAccountId"))
+
+
+def _usage_fields(row: dict, session: Session | SessionRow) -> None:
     row["updatedAt"] = session.updated_at
     # 9.6 §2.2: on list rows once the session has state events (a page reads it; a Session
     # model does not carry it).
@@ -234,28 +322,23 @@ def session_row(
         row["systemSent"] = session.system_sent
     if session.aborted_last_run is not None:
         row["abortedLastRun"] = session.aborted_last_run
-    if delivery:
-        for field, name in (
-            ("channel", "lastChannel"),
-            ("to", "lastTo"),
-            ("accountId", "lastAccountId"),
-        ):
-            if field in delivery:
-                row[name] = delivery[field]
-    row["transcriptPath"] = transcript_path(session.session_id)
-    if session.spawned_by:
-        row["spawnedBy"] = show(session.spawned_by)
-        row["parentSessionKey"] = show(session.spawned_by)
+
+
+def _lineage_fields(
+    row: dict,
+    session: Session | SessionRow,
+    children: Sequence[str] | None,
+    show: Callable[[str], str] | None,
+) -> None:
+    spawned_by = session.spawned_by
+    if spawned_by:
+        parent = show(spawned_by) if show else spawned_by
+        row["spawnedBy"] = parent
+        row["parentSessionKey"] = parent
     row["spawnDepth"] = session.spawn_depth
-    row["childSessions"] = [show(k) for k in (children or [])]
-    row["archived"] = session.archived
-    row["pinned"] = session.pinned
-    if session.category:
-        row["group"] = session.category
-    if session.owner:
-        row["owner"] = {"actor": session.owner}
-    if session.run_status:
-        row["status"] = session.run_status
-    if messages is not None:
-        row["messages"] = messages
-    return row
+    if not children:
+        row["childSessions"] = []
+    else:
+        row["childSessions"] = [show(k) for k in children] if show else list(children)
+        if getattr(children, "more", False):
+            row["childSessionsTruncated"] = True

@@ -20,7 +20,7 @@ from django.db.models import Q, QuerySet
 
 from openclaw_common.dbstep import db_step
 
-from . import sanitize
+from . import jsontext, rawsql, sanitize
 from .models import Message, Session
 
 if TYPE_CHECKING:
@@ -75,13 +75,74 @@ class MessageRow(NamedTuple):
 
 
 READ_COLUMNS: tuple[str, ...] = MessageRow._fields
+_ROW_JSON_AT = tuple(
+    i for i, name in enumerate(READ_COLUMNS) if name in ("content", "provenance", "usage", "extra")
+)
 _TRANSCRIPT_WIDTH = len(Message.TRANSCRIPT_COLUMNS)
 
 
 def message_rows(queryset: QuerySet[Message]) -> list[MessageRow]:
-    """A (sliced, ordered) queryset of messages as MessageRows, in one query."""
+    """A (sliced, ordered) queryset of messages as MessageRows, in one query.
+
+    PostgreSQL: run with a plain cursor and the jsonb columns decoded by jsontext.loads; the
+    ORM's JSONField converter (the standard library's json.loads, ~500 calls for a history
+    page) was the largest part of a page's Python (BENCHMARKS.md, issue 18)."""
     new = tuple.__new__  # what NamedTuple._make does, less its length check (one per row)
-    return [new(MessageRow, values) for values in queryset.values_list(*READ_COLUMNS)]
+    values_list = queryset.values_list(*READ_COLUMNS)
+    if connection.vendor != "postgresql":
+        return [new(MessageRow, values) for values in values_list]
+    sql, params = values_list.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    loads = jsontext.loads
+    rows = []
+    for raw in found:
+        values = list(raw)
+        for i in _ROW_JSON_AT:
+            if values[i] is not None:
+                values[i] = loads(values[i])
+        rows.append(new(MessageRow, values))
+    return rows
+
+
+_PAGE_COLUMNS = rawsql.ModelColumns(Message, "m", READ_COLUMNS)
+
+
+def read_rows(
+    session_id: int,
+    *,
+    below: int | None = None,
+    above: int | None = None,
+    include_tools: bool = True,
+    newest_first: bool = True,
+    limit: int,
+    offset: int = 0,
+) -> list[MessageRow]:
+    """One session's messages with `above` < seq < `below` (either bound optional), toolResult
+    ones left out unless `include_tools`, by seq (newest first or oldest first), `offset`
+    skipped, at most `limit`: one range scan of the (session, seq) index.
+
+    Plain SQL on every backend: the ORM spent longer building and compiling this statement,
+    and converting its rows, than PostgreSQL spends running it (BENCHMARKS.md, issue 18)."""
+    where: list[str] = ["m.session_id = %s"]
+    params: list[object] = [session_id]
+    if below is not None:
+        where.append("m.seq < %s")
+        params.append(below)
+    if above is not None:
+        where.append("m.seq > %s")
+        params.append(above)
+    if not include_tools:
+        where.append("m.role <> %s")
+        params.append(TOOL_RESULT)
+    sql = (
+        f"SELECT {_PAGE_COLUMNS.sql} FROM {rawsql.table(Message)} m WHERE {' AND '.join(where)}"
+        f" ORDER BY m.seq {'DESC' if newest_first else 'ASC'} LIMIT %s OFFSET %s"
+    )
+    new = tuple.__new__
+    found = rawsql.fetchall(sql, [*params, limit, offset])
+    return [new(MessageRow, values) for values in _PAGE_COLUMNS.rows(found)]
 
 
 def seq_of(message: dict) -> int:
@@ -98,19 +159,17 @@ def read_page(
 ) -> tuple[list[tuple[dict[str, Any], bool]], bool]:
     """The newest `limit` messages (oldest first) older than `before_seq`, skipping the newest
     `offset` visible ones, as payloads. Returns (messages, has_more)."""
-    qs = Message.objects.filter(session=session)
-    if before_seq is not None:
-        qs = qs.filter(seq__lt=before_seq)
-    if include_tools:
+    below = before_seq
+    skip = offset
+    if include_tools and offset:
         # seq is contiguous (1..last_seq) and messages are never deleted one by one, so an offset
         # over the whole transcript is a seq bound: no rows to skip over.
-        if offset:
-            qs = qs.filter(seq__lte=session.last_seq - offset)
-        window = slice(0, limit + 1)
-    else:
-        qs = qs.exclude(role=TOOL_RESULT)
-        window = slice(offset, offset + limit + 1)
-    rows = message_rows(qs.order_by("-seq")[window])
+        bound = session.last_seq - offset + 1
+        below = bound if below is None else min(below, bound)
+        skip = 0
+    rows = read_rows(
+        session.pk, below=below, include_tools=include_tools, limit=limit + 1, offset=skip
+    )
     has_more = len(rows) > limit
     rows = rows[:limit]
     rows.reverse()
@@ -183,7 +242,7 @@ def _last_rows_postgresql(
     wanted: list[Session | SessionRow], count: int
 ) -> list[tuple[int, MessageRow]]:
     """(session_id, row) without toolResult messages, grouped by session, in seq order within
-    each. jsonb arrives as text and is decoded here (orjson), several times cheaper than model
+    each. jsonb arrives as text and is decoded here (jsontext.loads), several times cheaper than model
     instances for a page of a thousand messages."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -191,7 +250,7 @@ def _last_rows_postgresql(
         )
         raw_rows = cursor.fetchall()
     raw_rows.sort(key=itemgetter(0, 1))
-    loads, new = orjson.loads, tuple.__new__
+    loads, new = jsontext.loads, tuple.__new__
     rows = []
     for row in raw_rows:
         values = list(row[1:])
@@ -260,7 +319,7 @@ _CONTEXT = """
 def context_messages(session_id: int, *, up_to: int | None, limit: int) -> list[dict]:
     """The last `limit` messages up to seq `up_to` (all when None), oldest first, as raw
     transcript messages (no `__openclaw`): what an agent's turn is given. On PostgreSQL read
-    with a plain cursor and decoded with orjson (a turn reads up to 50 messages)."""
+    with a plain cursor and decoded by jsontext.loads (a turn reads up to 50 messages)."""
     if connection.vendor == "postgresql":
         columns = ", ".join(Message.TRANSCRIPT_COLUMNS)
         params = [session_id, limit] if up_to is None else [session_id, up_to, limit]
@@ -273,7 +332,7 @@ def context_messages(session_id: int, *, up_to: int | None, limit: int) -> list[
             values = list(row)
             for i in _CONTEXT_JSON_COLUMNS:
                 if isinstance(values[i], str):
-                    values[i] = orjson.loads(values[i])
+                    values[i] = jsontext.loads(values[i])
             decoded.append(values)
         rows = decoded
     else:

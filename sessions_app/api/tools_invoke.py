@@ -88,15 +88,20 @@ def idempotency_key_of(request, body: dict) -> str | None:
 async def tools_invoke(request):
     """Async, so sessions_send can wait for its reply without holding a thread."""
     call = read_invocation(http.read_json_object(request), request)
-    requester = await db_step(http.requester)(
-        request.api_key, request, session_key=call.session_key, agent_id=call.agent_id
-    )
+
+    def requester() -> http.Requester:
+        return http.requester(
+            request.api_key, request, session_key=call.session_key, agent_id=call.agent_id
+        )
+
     try:
+        # The requester is resolved in the tool's own thread step (the registry's invoke).
         details = await TOOLS.invoke(
             call.tool,
             requester=requester,
             args=call.args,
             idempotency_key=call.idempotency_key,
+            in_thread=db_step,
         )
     except Refusal as exc:
         details = {"status": exc.status, "error": exc.message}

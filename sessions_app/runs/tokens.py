@@ -11,6 +11,14 @@ _EDGE = re.compile(r"^[\W_]+|[\W_]+$")
 
 def is_silent(text: str, token: str) -> bool:
     """`NO_REPLY`, `no_reply.`, `NO_REPLY NO_REPLY` … are the token; anything else is not."""
-    words = [_EDGE.sub("", word) for word in text.split()]
-    words = [w for w in words if w]
-    return bool(words) and all(w.upper() == token for w in words)
+    # Word by word, stopping at the first that is not the token: history asks this of every
+    # assistant text, and nearly all of them fail on their first word.
+    found = False
+    for word in text.split():
+        word = _EDGE.sub("", word)
+        if not word:
+            continue
+        if word.upper() != token:
+            return False
+        found = True
+    return found

@@ -23,6 +23,7 @@ from django.db import DatabaseError
 
 from openclaw_common.dbstep import release_connection
 
+from .. import rawsql
 from ..models import Run
 from . import outage
 from .notify import RUN_CHANNEL_PREFIX
@@ -39,11 +40,11 @@ UNAVAILABLE_RETRY_SECONDS = 0.5  # the database unreachable during a wait: read 
 
 def _load(run_id: uuid.UUID | str, fields: tuple[str, ...] | None = None) -> Run | None:
     try:
-        runs = Run.objects.filter(pk=run_id)
-        # `fields`: a caller that needs a few columns skips the session join and most of the
-        # model building (a send's wait reads status, reply and error).
-        runs = runs.only(*fields) if fields else runs.select_related("session")
-        return runs.first()
+        if fields:
+            # A caller that needs a few columns (a send's wait reads status, reply and error)
+            # skips the session join, most of the model building and the queryset: plain SQL.
+            return rawsql.first(Run, "t.id = %s", [rawsql.prep(Run, "id", run_id)], fields=fields)
+        return Run.objects.filter(pk=run_id).select_related("session").first()
     finally:
         # A wait may last minutes; it must not hold a database connection (with the pool this
         # hands it back, so a thousand waiters need no thousand connections).

@@ -58,17 +58,26 @@ class ToolRegistry:
         self,
         name: str,
         *,
-        requester: Requester,
+        requester: Requester | Callable[[], Requester],
         args: Any,
         idempotency_key: str | None = None,
         in_thread: SyncRunner = sync_to_async,
     ) -> dict[str, Any]:
+        """`requester` may be the function that resolves it (sync, database work): a sync tool
+        then resolves it in the same thread step as it runs, one hand-off to a thread instead
+        of two (each is a thread switch and a pool checkout; BENCHMARKS.md, issue 18)."""
         tool = self.get(name)
         if tool.run_async is not None:
+            if callable(requester):
+                requester = await in_thread(requester)()
             return await tool.run_async(
                 requester=requester, args=args, idempotency_key=idempotency_key
             )
-        return await in_thread(tool.run)(requester=requester, args=args)
+
+        def run() -> dict[str, Any]:
+            return tool.run(requester=requester() if callable(requester) else requester, args=args)
+
+        return await in_thread(run)()
 
     def call(self, name: str, *, requester: Requester, args: Any) -> dict[str, Any]:
         return self.get(name).run(requester=requester, args=args)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, QuerySet
 
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
@@ -13,8 +14,8 @@ from openclaw_common.errors import InvalidArgument
 from .. import list_enrichment, transcript, visibility
 from ..identity import Requester
 from ..list_enrichment import ENRICH_ROWS
-from ..models import Agent, Run, Session, now_ms
-from ..rows import page_rows, session_row
+from ..models import Agent, Run, Session, SessionQuerySet, now_ms
+from ..rows import page_rows, session_row, with_state_version
 from .declaration import Boolean, Choice, Declaration, Integer, String, StringList, Tool
 from .shapes import BOOLEAN, INTEGER, SESSION_ROW, STRING, array, obj
 
@@ -138,7 +139,7 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
 
     settings = requester.key_settings
     policy = visibility.policy_for(requester)
-    qs = Session.objects.listable(settings=settings).filter(visible_filter(policy))
+    qs = Session.objects.listable(settings=settings)
     if a.archived is False:
         qs = qs.active()
     elif a.archived is True:
@@ -155,7 +156,7 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
         qs = qs.filter(search_q(a.search))
     qs = qs.filter(filters_96(a))
 
-    page = page_rows(qs.by_activity()[offset : offset + limit_applied + 1])
+    page = page_rows(visible_page(qs, policy, offset=offset, limit=limit_applied + 1))
     has_more = len(page) > limit_applied
     page = page[:limit_applied]
     messages = transcript.last_messages(page, message_limit) if message_limit else None
@@ -258,6 +259,25 @@ def _enrich(rows: list[dict], page: list, *, titles: bool, previews: bool) -> No
         for row, session in zip(rows, page, strict=True):
             if session.pk in values:
                 row[name] = values[session.pk]
+
+
+def visible_page(
+    qs: SessionQuerySet, policy: visibility.Policy, *, offset: int, limit: int
+) -> QuerySet[Session]:
+    """`qs` narrowed to what `policy` may see, newest activity first, rows offset..offset+limit.
+
+    Where the visibility is a union of index ranges (visibility.activity_branches: `tree`),
+    each branch is read newest first up to the page's end and the union sorted: PostgreSQL then
+    merges the branches' index scans instead of filtering the whole activity index. (SQLite
+    cannot order and limit inside a compound statement: it keeps the one filter.)"""
+    end = offset + limit
+    branches = visibility.activity_branches(policy)
+    if branches and connection.features.supports_slicing_ordering_in_compound:
+        first, *rest = [
+            with_state_version(qs.filter(branch)).by_activity()[:end] for branch in branches
+        ]
+        return first.union(*rest, all=True).order_by("-updated_at", "-id")[offset:end]
+    return qs.filter(visible_filter(policy)).by_activity()[offset:end]
 
 
 def visible_filter(policy: visibility.Policy) -> Q:

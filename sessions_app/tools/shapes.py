@@ -93,7 +93,13 @@ SESSION_ROW = obj(
         "spawnedBy": STRING,
         "parentSessionKey": STRING,
         "spawnDepth": INTEGER,
-        "childSessions": array(STRING),
+        "childSessions": array(
+            STRING, "Its active child sessions, newest first: at most 100 of them."
+        ),
+        "childSessionsTruncated": {
+            "type": "boolean",
+            "description": "Present (true) when it has more active children than listed.",
+        },
         "archived": BOOLEAN,
         "pinned": BOOLEAN,
         "group": {"type": "string", "description": "The sidebar group (9.6 category)."},

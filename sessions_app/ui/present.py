@@ -176,6 +176,7 @@ def row(data: dict, *, now: int) -> dict:
         "input_tokens": compact_number(light.input_tokens),
         "output_tokens": compact_number(light.output_tokens),
         "children": len(data.get("childSessions") or []),
+        "more_children": bool(data.get("childSessionsTruncated")),
         "subagent": subagent(data),
     }
 

@@ -38,16 +38,20 @@ def test_message_rows_give_the_stored_payloads(agents):
         user("one", provenance={"kind": "inter_session", "sourceSessionKey": "agent:x:main"}),
         assistant("token sk-abcdefghijklmnopqrstuvwxyz123456", usage={"input": 3}),
         tool_result("three"),
+        # PostgreSQL reads pages with a plain cursor and decodes jsonb itself: numbers past
+        # 64 bits stay exact integers, as the ORM's json.loads keeps them.
+        assistant("big", usage={"input": 12345678901234567890123, "cost": 0.5}),
     )
     messages = Message.objects.filter(session=session).order_by("seq")
 
-    found = transcript.message_rows(messages[:3])
+    found = transcript.message_rows(messages[:4])
 
     columns = (*Message.TRANSCRIPT_COLUMNS, "redact_needed")
     assert columns == transcript.READ_COLUMNS
     assert [row.payload() for row in found] == [transcript.payload(m) for m in messages]
-    assert [row.seq for row in found] == [1, 2, 3]
-    assert [row.scan_needed for row in found] == [False, True, False]
+    assert [row.seq for row in found] == [1, 2, 3, 4]
+    assert [row.scan_needed for row in found] == [False, True, False, False]
+    assert found[3].usage["input"] == 12345678901234567890123
 
 
 def test_children_are_found_for_keys_with_array_syntax_in_them(agents):

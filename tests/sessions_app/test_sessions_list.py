@@ -287,8 +287,9 @@ def test_http_list_query_count_is_fixed(agent_main, see_all, django_assert_max_n
     for i in range(30):
         add_messages(make_session(f"cron:j{i}"), user("x"))
     agent_main.details("sessions_list")  # first use stamps last_used_at
-    # key lookup, settings, sessions, children, last messages
-    with django_assert_max_num_queries(5):
+    # the key with its agent and the gateway settings (one statement since issue 18, which
+    # also reads the default agent's sandbox flag), sessions, children, last messages
+    with django_assert_max_num_queries(4):
         assert agent_main.details("sessions_list", {"messageLimit": 5})["count"] == 30
 
 
@@ -362,3 +363,54 @@ def test_child_sessions_are_the_active_ones_newest_first(agent_main, see_all):
         "agent:main:subagent:old",
     ]
     assert rows["agent:main:subagent:new"]["childSessions"] == []
+    assert "childSessionsTruncated" not in rows["agent:main:main"]
+
+
+def test_child_sessions_list_the_newest_100_and_say_more_exist(agent_main, see_all):
+    """A parent with thousands of children made a page of megabytes: a row lists its newest
+    CHILD_SESSIONS_MAX active children and says when there are more (whole rows, no byte cut)."""
+    from sessions_app.rows import CHILD_SESSIONS_MAX
+
+    parent = make_session("main")
+    other = make_session("cron:few")
+    now = now_ms()
+    Session.objects.bulk_create(
+        Session(
+            key=f"agent:main:subagent:c{i:03d}",
+            agent_id="main",
+            kind="other",
+            spawned_by=parent.key,
+            updated_at=now - 100_000 + i,
+        )
+        for i in range(CHILD_SESSIONS_MAX + 5)
+    )
+    make_session("agent:main:subagent:only", spawnedBy=other.key, updatedAt=now - 200_000)
+    rows = {r["key"]: r for r in agent_main.details("sessions_list", {"limit": 200})["sessions"]}
+
+    listed = rows["agent:main:main"]["childSessions"]
+    newest = CHILD_SESSIONS_MAX + 4
+    assert listed == [f"agent:main:subagent:c{i:03d}" for i in range(newest, 4, -1)]
+    assert rows["agent:main:main"]["childSessionsTruncated"] is True
+    assert rows["agent:main:cron:few"]["childSessions"] == ["agent:main:subagent:only"]
+    assert "childSessionsTruncated" not in rows["agent:main:cron:few"]
+
+
+def test_tree_pages_through_the_session_and_its_children_newest_first(agent_main, agents):
+    """Under `tree` the page is the union of the session itself and its children, each read
+    newest first (issue 18: one OR read the whole activity index); paging still walks them in
+    one order, the session among its children where its activity puts it."""
+    set_config(visibility="tree")
+    now = now_ms()
+    main = make_session("main", updatedAt=now - 3_500)
+    for i in range(7):
+        make_session(f"agent:main:subagent:c{i}", spawnedBy=main.key, updatedAt=now - i * 1000)
+    make_session("cron:other", updatedAt=now + 1)  # the agent's, not in the tree
+    make_session("agent:main:subagent:gone", spawnedBy=main.key, updatedAt=now).archive()
+
+    listed, offset = [], 0
+    while offset is not None:
+        page = agent_main.details("sessions_list", {"limit": 3, "offset": offset})
+        listed += keys_of(page)
+        offset = page.get("nextOffset")
+    children = [f"agent:main:subagent:c{i}" for i in range(7)]
+    assert listed == [*children[:4], "agent:main:main", *children[4:]]

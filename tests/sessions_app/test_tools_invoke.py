@@ -127,3 +127,34 @@ def test_an_idempotency_key_inside_args_is_a_400_saying_where_it_goes(agent_main
         "idempotencyKey goes at the top level of the body, beside tool and args (or in an "
         "Idempotency-Key header), not inside args"
     )
+
+
+def test_the_key_and_the_settings_are_one_statement(
+    operator, agent_main, agents, django_assert_num_queries
+):
+    """Issue 18: the key, its agent, the gateway settings and the default agent's sandbox flag
+    are read together; the requester needs no statement of its own for the default agent or
+    the key's own, and one (the agent) for another agent's session."""
+    for api in (operator, agent_main):
+        api.invoke("agents_list")  # the first use stamps last_used_at
+        with django_assert_num_queries(2):  # the key with the settings; the agents
+            assert api.invoke("agents_list").status_code == 200
+    with django_assert_num_queries(3):  # … and agent research's sandbox flag
+        response = operator.invoke("agents_list", sessionKey="agent:research:main")
+    assert response.json()["result"]["details"]["requester"] == "research"
+
+
+def test_a_settings_change_or_a_sandboxed_agent_counts_from_the_next_request(operator, agents):
+    """What the key's statement read is this request's: the next one reads again."""
+    from tests.conftest import set_config
+
+    set_config(visibility="all", a2a_enabled=True)
+    make_session("agent:research:main")
+    assert operator.details("sessions_list")["count"] == 1  # agent:research:main
+    set_config(visibility="self")
+    assert operator.details("sessions_list")["count"] == 0  # agent:main:main has no row
+    set_config(visibility="all")
+    assert "visibility" not in operator.details("sessions_list")
+    agents["main"].sandboxed = True  # the default agent, read with the key
+    agents["main"].save()
+    assert "sandbox" in operator.details("sessions_list")["visibility"]["warning"]

@@ -51,6 +51,21 @@ def test_a_row_shows_badges_name_time_preview_tokens_policy_and_run_status(viewe
     assert 'title="Latest run">failed<' in cron[: cron.index("</li>")]
 
 
+def test_a_row_with_more_children_than_listed_says_so(viewer, agents):
+    """Rows list a parent's newest CHILD_SESSIONS_MAX children (issue 18); the badge says more."""
+    from sessions_app.rows import CHILD_SESSIONS_MAX
+
+    parent = make_session("main")
+    Session.objects.bulk_create(
+        Session(key=f"agent:main:subagent:c{i}", agent_id="main", kind="other",
+                spawned_by=parent.key, updated_at=i)
+        for i in range(CHILD_SESSIONS_MAX + 1)
+    )  # fmt: skip
+    html = viewer.get("/").content.decode()
+    row = html[html.index('data-key="agent:main:main"') :]
+    assert f"{CHILD_SESSIONS_MAX}+ sub-agents" in row[: row.index("</li>")]
+
+
 def test_the_preview_skips_tool_results_and_describes_tool_calls(viewer, agents):
     session = make_session("cron:tools")
     add_messages(
