@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
 from django.db import connection
@@ -18,6 +18,9 @@ from openclaw_common import keys
 
 from . import jsontext
 from .models import Session, SessionEvent, total_tokens_of
+
+
+_SessionsT = TypeVar("_SessionsT", bound=QuerySet[Session])
 
 
 class SessionRow(NamedTuple):
@@ -123,7 +126,7 @@ _STATE_VERSION = Subquery(
 )
 
 
-def with_state_version(queryset: QuerySet[Session]) -> QuerySet[Session]:
+def with_state_version(queryset: _SessionsT) -> _SessionsT:
     """`queryset` with each session's stateVersion, as page_rows() reads it (a union of pages
     gets it on each branch: Django annotates no union)."""
     return queryset.annotate(state_version=_STATE_VERSION)
