@@ -19,7 +19,6 @@ from openclaw_common import keys
 from . import jsontext
 from .models import Session, SessionEvent, total_tokens_of
 
-
 _SessionsT = TypeVar("_SessionsT", bound=QuerySet[Session])
 
 
