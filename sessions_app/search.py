@@ -39,6 +39,9 @@ MAX_BACKEND_HITS = 250  # 9.6 reads 25 hits per 200 sessions; ranking each costs
 MAX_LISTED_SESSIONS = 1000
 # Scopes holding more messages than this are read by the text index alone (_scope_sql).
 DEEP_SCOPE_MESSAGES = 200_000
+# A deep scope on PostgreSQL: a query matching at most this many messages in the whole table
+# reads them all from the text index (_few_matches).
+FEW_MATCHES = 2_000
 SNIPPET_TOKENS = 48
 SNIPPET_LEAD = 12  # tokens shown before the first match
 SNIPPET_ELLIPSIS = " … "
@@ -146,8 +149,9 @@ class Scope:
     ids: list[int] | None = None
 
 
-def _scope_sql(scope: Scope) -> tuple[str, list] | None:
-    """The WHERE condition for `scope`, or None when it holds no session.
+def _scope_sql(scope: Scope, pg_query: tuple[str, list] | None = None) -> tuple[str, list] | None:
+    """The WHERE condition for `scope`, or None when it holds no session. `pg_query` is the
+    search's tsquery on PostgreSQL (SQL and parameters), which a deep scope's plan depends on.
 
     A few sessions (an agent under `tree`, one named session) are named by id: the planner
     then knows from its statistics how many messages each holds, and does not walk a session of
@@ -182,6 +186,13 @@ def _scope_sql(scope: Scope) -> tuple[str, list] | None:
         if span is None:
             return None  # every transcript of the scope is cold: nothing to match
         rowid = "m.id" if connection.vendor == "postgresql" else "sessions_app_message_fts.rowid"
+        if pg_query is not None and _few_matches(*pg_query):
+            # A rare word: its few matches come from the text index alone. With the span
+            # indexable, PostgreSQL (misjudging a rare word as common) ANDs the text index's
+            # bitmap with the primary key's over the whole span: 1.2M entries, 63 ms, for 300
+            # matches (BENCHMARKS.md). A common word keeps it: the span's newest rows are
+            # walked backwards until enough match.
+            rowid = "(m.id + 0)"
         bound, bound_params = f" AND {rowid} BETWEEN %s AND %s", list(span)
     if len(ids) <= MAX_LISTED_SESSIONS or scope.sessions is None:
         return f"AND {column} IN {_in_list(tuple(ids))}{bound}", [*ids, *bound_params]
@@ -205,6 +216,19 @@ def _id_span(ids: list[int]) -> tuple[int, int] | None:
     return None if low is None else (low, high)
 
 
+def _few_matches(query_sql: str, query_params: list) -> bool:
+    """Whether the tsquery matches at most FEW_MATCHES messages in the whole table: a count
+    that stops at FEW_MATCHES + 1 (a few ms for a rare word or a common one)."""
+    sql = (
+        f"SELECT COUNT(*) FROM (SELECT 1 FROM sessions_app_message m "
+        f"WHERE {_PG_VECTOR} @@ {query_sql} LIMIT %s) AS matches"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*query_params, FEW_MATCHES + 1])
+        (count,) = cursor.fetchone()
+    return count <= FEW_MATCHES
+
+
 def _holds_a_deep_session(ids: list[int]) -> bool:
     """Whether the sessions `ids` hold more than DEEP_SCOPE_MESSAGES messages between them."""
     if len(ids) > MAX_LISTED_SESSIONS:
@@ -220,12 +244,13 @@ def find(
     whether more matches were left out (past `limit`, or past MAX_BACKEND_HITS)."""
     if not searchable(tokens):
         return [], False
-    where = _scope_sql(scope)
+    pg_query = _pg_tsquery(tokens) if connection.vendor == "postgresql" else None
+    where = _scope_sql(scope, pg_query)
     if where is None:
         return [], False
     scope_sql, scope_params = where
-    if connection.vendor == "postgresql":
-        query_sql, query_params = _pg_tsquery(tokens)
+    if pg_query is not None:
+        query_sql, query_params = pg_query
         hits_sql = _PG_HITS.format(
             vector=_PG_VECTOR,
             query=query_sql,

@@ -151,6 +151,32 @@ def test_a_scope_holding_a_deep_session_is_read_by_the_text_index(agent_main, wo
     assert text_driven == (connection.vendor == "postgresql")
     # On both, the matches are read between the scope's first and last message id.
     assert any("BETWEEN" in q["sql"] for q in queries.captured_queries)
+    # PostgreSQL: a query with few matches in the whole table keeps the span out of the index
+    # (no BitmapAnd with the primary key over the span); one with many walks the span.
+    rare_span = any("(m.id + 0) BETWEEN" in q["sql"] for q in queries.captured_queries)
+    assert rare_span == (connection.vendor == "postgresql")
+
+
+def test_a_deep_scope_answers_the_same_for_a_rare_and_a_common_query(
+    agent_main, world, monkeypatch
+):
+    """search._few_matches picks how a deep scope's span is read on PostgreSQL; either way the
+    answer is the same (SQLite never asks)."""
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app import search as search_module
+
+    Session.objects.filter(pk=world["main"].pk).update(
+        last_seq=search_module.DEEP_SCOPE_MESSAGES + 1
+    )
+    rare = hits(search(agent_main, query="nightly build"))
+    monkeypatch.setattr(search_module, "FEW_MATCHES", 0)  # every query is "common" now
+    with CaptureQueriesContext(connection) as queries:
+        common = hits(search(agent_main, query="nightly build"))
+    assert common == rare and len(common) == 3
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert not any("(m.id + 0)" in sql for sql in sqls)
+    assert any("m.id BETWEEN" in sql for sql in sqls) == (connection.vendor == "postgresql")
 
 
 def test_a_deep_old_session_is_searched_between_its_first_and_last_message(agent_main, agents):
