@@ -32,6 +32,8 @@ from openclaw_common.errors import AccessDenied, InvalidArgument
 from .identity import Requester
 from .models import Session, now_ms
 
+DEFAULT_STATUS_TTL_MINUTES = 30  # 9.6: ttlMinutes 1–120, default 30
+
 RETIRED = ("execSecurity", "execAsk")
 LINEAGE = (
     "spawnedBy",
@@ -206,6 +208,18 @@ def check_marked_unread(session: Session, expected: Any, display: str) -> None:
         raise SessionChanged(display, "patch")
 
 
+def status_note_active(note: str, extra: dict[str, Any], at_ms: int) -> bool:
+    """Whether a status note is still active at `at_ms`: 9.6 keeps a note for its
+    `ttlMinutes` (default 30) from when it was set (`extra.statusSetAt`)."""
+    if not note:
+        return False
+    set_at = extra.get("statusSetAt")
+    if not isinstance(set_at, int):
+        return True  # set before the time was recorded: kept, as it was
+    ttl = extra.get("statusTtlMinutes") or DEFAULT_STATUS_TTL_MINUTES
+    return at_ms < set_at + ttl * 60_000
+
+
 def entry_fields(session: Session) -> dict[str, Any]:
     """What the RPC's `entry` adds to the sessions_list row: the stored preferences."""
     extra = session.extra or {}
@@ -215,4 +229,12 @@ def entry_fields(session: Session) -> dict[str, Any]:
     for name in (*PREFERENCES, MARKED_UNREAD_AT):
         if name in extra:
             fields[name] = extra[name]
+    for name, value in (("icon", session.icon), ("color", session.color)):
+        if value:
+            fields[name] = value
+    # A status note (and its attention) lasts its ttlMinutes from when it was set (9.6).
+    if status_note_active(session.status_note, extra, now_ms()):
+        fields["statusNote"] = session.status_note
+        if "attention" in extra:
+            fields["attention"] = extra["attention"]
     return fields

@@ -33,7 +33,7 @@ from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, Ses
 
 from . import patch_fields, store
 from .identity import Requester
-from .models import Message, Run, Session, SessionGroup, new_session_id
+from .models import Message, Run, Session, SessionGroup, new_session_id, now_ms
 from .resolve import find_session, forbidden_text, not_found_text
 
 NAMED_ICONS = ("braces", "book", "monitor", "bot", "kanban", "coins")
@@ -315,25 +315,29 @@ def check_pinnable(session: Session, *, restoring: bool) -> None:
 
 
 def _status_extra(session: Session, changes: dict[str, Any], columns: dict[str, Any]) -> dict:
-    """The status note's attention and ttl live in `extra`; sets columns["status_note"]."""
+    """The status note's attention, ttl and time set live in `extra`; sets
+    columns["status_note"]."""
     extra = dict(session.extra or {})
+    now = now_ms()
     if "statusNote" in changes:
         columns["status_note"] = changes["statusNote"]
-        if not changes["statusNote"]:
-            extra.pop("attention", None)
-    attention = changes.get("attention")
-    if attention is not None:
-        note = columns.get("status_note", session.status_note)
-        if not note:
-            raise InvalidArgument("attention needs an active statusNote")
-        if attention == "clear":
-            extra.pop("attention", None)
+        if changes["statusNote"]:
+            extra["statusSetAt"] = now
         else:
-            extra["attention"] = attention
+            extra.pop("attention", None)
+            extra.pop("statusSetAt", None)
     if changes.get("ttlMinutes") is not None:
         extra["statusTtlMinutes"] = changes["ttlMinutes"]
     elif "ttlMinutes" in changes:
         extra.pop("statusTtlMinutes", None)
+    attention = changes.get("attention")
+    if attention == "clear":
+        extra.pop("attention", None)
+    elif attention is not None:
+        note = columns.get("status_note", session.status_note)
+        if not patch_fields.status_note_active(note, extra, now):
+            raise InvalidArgument("attention needs an active statusNote")
+        extra["attention"] = attention
     return extra
 
 

@@ -92,6 +92,34 @@ def test_patch_sets_and_clears_the_organisation_fields(operator, dev):
     assert "attention" not in session.extra
 
 
+def test_a_status_note_lasts_its_ttl(operator, dev):
+    """9.6: a statusNote is active for ttlMinutes (default 30) from when it was set; an expired
+    one is no longer shown (nor its attention) and takes no new attention; "clear" always works."""
+    from sessions_app import patch_fields
+
+    details(operator, action="patch", sessionKey=DEV, statusNote="deploying", attention="bot")
+    session = row(DEV)
+    shown = patch_fields.entry_fields(session)
+    assert shown["statusNote"] == "deploying" and shown["attention"] == "bot"
+    set_at = session.extra["statusSetAt"]
+    minute = 60_000
+    assert patch_fields.status_note_active("deploying", session.extra, set_at + 29 * minute)
+    assert not patch_fields.status_note_active("deploying", session.extra, set_at + 30 * minute)
+    details(operator, action="patch", sessionKey=DEV, ttlMinutes=120)
+    assert patch_fields.status_note_active("deploying", row(DEV).extra, set_at + 119 * minute)
+    # Expired: set an hour and a minute ago with a 60-minute ttl.
+    extra = {**row(DEV).extra, "statusSetAt": set_at - 61 * minute, "statusTtlMinutes": 60}
+    Session.objects.filter(key=DEV).update(extra=extra)
+    assert not {"statusNote", "attention"} & set(patch_fields.entry_fields(row(DEV)))
+    assert error(operator, action="patch", sessionKey=DEV, attention="book") == (
+        "attention needs an active statusNote"
+    )
+    details(operator, action="patch", sessionKey=DEV, attention="clear")
+    assert "attention" not in row(DEV).extra
+    details(operator, action="patch", sessionKey=DEV, statusNote="again", attention="book")
+    assert patch_fields.entry_fields(row(DEV))["attention"] == "book"
+
+
 def test_patch_model_thinking_and_send_policy_report_resolved(operator, dev):
     result = details(
         operator,
