@@ -109,10 +109,19 @@ def has_run_in_flight(session: Session) -> bool:
 # --- patch ------------------------------------------------------------------------------------
 
 
-def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
+# sessions.patch and REST PATCH: "null clears" (9.6 §2.4), also for the fields whose tool
+# spelling has no empty value: unpinned, no attention, the inherited send policy.
+# (`archived: null` stays a 400: archiving and restoring are lifecycle actions, asked by name.)
+NULL_CLEARS = {"pinned": False, "attention": "clear", "sendPolicy": "inherit"}
+
+
+def read_patch(raw: dict[str, Any], *, null_clears: bool = False) -> dict[str, Any]:
     """The patch fields present in `raw`, checked; `Patch setting required` when there are none.
     The tool's fields, and sessions.patch's others (patch_fields.py) that a tool call cannot
-    carry (its declaration refuses unknown arguments)."""
+    carry (its declaration refuses unknown arguments). `null_clears`: sessions.patch's and
+    REST's null for pinned, attention and sendPolicy (the tool's is a type error)."""
+    if null_clears:
+        raw = {k: NULL_CLEARS[k] if v is None and k in NULL_CLEARS else v for k, v in raw.items()}
     changes: dict[str, Any] = {}
     for name in PATCH_FIELDS:
         if name not in raw:

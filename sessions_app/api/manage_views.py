@@ -62,7 +62,7 @@ def manage_patch(request, key: str, body: dict) -> Response:
         raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
     requester = requester_of(request)
     session = session_admin.find_managed(requester, key)
-    changes = session_admin.read_patch(body)
+    changes = session_admin.read_patch(body, null_clears=True)
     patch_fields.check_privileged(requester, changes)
     guards = {k: body[k] for k in ("expectedMarkedUnreadAt",) if k in body}
     return Response(

@@ -68,7 +68,9 @@ def entry(session: Session, requester: Requester) -> dict:
 
 def patch_changes(requester: Requester, fields: dict) -> dict[str, Any]:
     tool_name = {rpc: tool for tool, rpc in RPC_SPELLING.items()}
-    changes = session_admin.read_patch({tool_name.get(k, k): v for k, v in fields.items()})
+    changes = session_admin.read_patch(
+        {tool_name.get(k, k): v for k, v in fields.items()}, null_clears=True
+    )
     patch_fields.check_privileged(requester, changes)
     return changes
 

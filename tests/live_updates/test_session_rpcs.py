@@ -165,7 +165,7 @@ async def test_patch_accepts_every_96_field_and_null_clears(operator):
                 **{
                     name: None
                     for name in FIELDS_96
-                    if name not in ("archived", "pinned", "attention", "sendPolicy")
+                    if name != "archived"  # a lifecycle action, asked for by name
                 },
             },
         )
@@ -176,6 +176,8 @@ async def test_patch_accepts_every_96_field_and_null_clears(operator):
     session = await db(fetch)(DEV)
     assert session.reasoning_level == session.verbose_level == session.label == ""
     assert not {"fastMode", "unread", "markedUnreadAt", "statusTtlMinutes"} & set(session.extra)
+    assert "attention" not in session.extra and session.status_note == ""
+    assert session.pinned_at is None and session.send_policy == ""
 
 
 async def test_marked_unread_guard(operator):

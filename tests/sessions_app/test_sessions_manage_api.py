@@ -41,6 +41,19 @@ def test_patch_with_the_tools_fields(operator, dev):
     assert session.pinned_at and session.category == "Work" and session.label == "Dev"
 
 
+def test_null_clears_the_pin_the_attention_and_the_send_policy(operator, dev):
+    """9.6's sessions.patch: null clears, also where the tool's spelling has no empty value
+    (the tool itself answers `pinned must be boolean`); archived: null stays a 400."""
+    set_all = {"pinned": True, "statusNote": "on it", "attention": "bot", "sendPolicy": "deny"}
+    assert operator.patch(URL, set_all).status_code == 200
+    cleared = operator.patch(URL, {"pinned": None, "attention": None, "sendPolicy": None})
+    assert cleared.status_code == 200, cleared.content
+    session = Session.objects.get(key=DEV)
+    assert session.pinned_at is None and session.send_policy == ""
+    assert "attention" not in session.extra and session.status_note == "on it"
+    assert message(operator.patch(URL, {"archived": None}), 400) == "archived must be boolean"
+
+
 def test_the_old_patch_body_still_answers_a_row(operator, dev):
     response = operator.patch(URL, {"label": "x", "displayName": "Dev"})
     assert response.status_code == 200 and response.json()["label"] == "x"
