@@ -59,8 +59,13 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
     )
 
 
-def envelope(error_type: str, message: str) -> dict:
-    return {"ok": False, "error": {"type": error_type, "message": message}}
+def envelope(error_type: str, message: str, details: dict | None = None) -> dict:
+    """The error body; `details` when the error carries machine-readable ones (a failed
+    `expectedSessionId` guard: `{"reason": "session-changed"}`, as 9.6's frames say)."""
+    error: dict = {"type": error_type, "message": message}
+    if details:
+        error["details"] = details
+    return {"ok": False, "error": error}
 
 
 # A 503 always tells the client when to come back (issue 16 item 13): the database or the pool
@@ -69,13 +74,16 @@ RETRY_AFTER_UNAVAILABLE = "1"
 
 
 def error_json(
-    status: int, message: str, error_type: str | None = None, headers: dict | None = None
+    status: int,
+    message: str,
+    error_type: str | None = None,
+    headers: dict | None = None,
+    details: dict | None = None,
 ):
     if status == 503:
         headers = {"Retry-After": RETRY_AFTER_UNAVAILABLE, **(headers or {})}
-    return json_response(
-        envelope(error_type or ERROR_TYPES.get(status, "error"), message), status, headers
-    )
+    body = envelope(error_type or ERROR_TYPES.get(status, "error"), message, details)
+    return json_response(body, status, headers)
 
 
 def error_response(exc: BaseException, *, invalid_type: str | None = None) -> HttpResponse | None:
@@ -88,7 +96,7 @@ def error_response(exc: BaseException, *, invalid_type: str | None = None) -> Ht
         error_type = invalid_type if invalid_type and exc.http_status == 400 else exc.error_type
         retry_after = getattr(exc, "retry_after", None)
         headers = {"Retry-After": str(retry_after)} if retry_after else None
-        return error_json(exc.http_status, exc.message, error_type, headers)
+        return error_json(exc.http_status, exc.message, error_type, headers, exc.details)
     if isinstance(exc, RequestDataTooBig):
         return error_json(413, TOO_LARGE)
     if isinstance(exc, WaitUnavailable):

@@ -57,6 +57,11 @@ ERROR_ENVELOPE = obj(
                     "not_found, method_not_allowed, payload_too_large, unavailable, …",
                 },
                 "message": STRING,
+                "details": {
+                    "type": "object",
+                    "description": "Machine-readable details, when the error has them: "
+                    'a failed expectedSessionId guard says {"reason": "session-changed"}.',
+                },
             },
             ("type", "message"),
         ),

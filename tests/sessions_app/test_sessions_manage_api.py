@@ -94,9 +94,10 @@ def test_reset_over_rest(operator, dev):
     assert Session.objects.get(session_id=dev.session_id).archived
     # An empty body is fine; a stale id, an unknown field and a bad reason are not.
     assert operator.post(URL + "reset/", "").status_code == 200
-    assert message(operator.post(URL + "reset/", {"expectedSessionId": "old"}), 400) == (
-        f"Session {DEV} changed before reset. Retry."
-    )
+    stale = operator.post(URL + "reset/", {"expectedSessionId": "old"})
+    assert message(stale, 400) == f"Session {DEV} changed before reset. Retry."
+    # The reason a client can act on, as 9.6's RPC frame gives it.
+    assert stale.json()["error"]["details"] == {"reason": "session-changed"}
     assert "x" in message(operator.post(URL + "reset/", {"x": 1}), 400)
     assert message(operator.post(URL + "reset/", {"reason": "why"}), 400) == (
         'reason must be "new" or "reset"'
@@ -121,6 +122,7 @@ def test_delete_over_rest(operator, dev):
     )
     stale = operator.client.delete(URL + "?expectedSessionId=nope", **operator.headers())
     assert message(stale, 400) == f"Session {DEV} changed before deletion. Retry."
+    assert stale.json()["error"]["details"] == {"reason": "session-changed"}
     bogus = operator.client.delete(URL + "?force=1", **operator.headers())
     assert "force" in message(bogus, 400)
     run = start_run(session=dev, kind="send", message="go", chain=Chain(uuid.uuid4(), ()))
