@@ -10,6 +10,9 @@ from sessions_app.login_throttle import throttled
 # Both login forms count failed attempts (sessions_app/login_throttle.py).
 admin.site.login = throttled(admin.site.login)
 
+# A page that failed because the database was unreachable is a 503 with Retry-After, not a 500.
+handler500 = "sessions_app.ui.errors.server_error"
+
 urlpatterns = [
     path("tools/invoke", tools_invoke, name="tools-invoke"),
     path("api/v1/", include("sessions_app.api.urls")),

@@ -1,8 +1,22 @@
 """Error pages for the browser: a clear message with the right status, never a 500."""
 
-from django.shortcuts import render
+import sys
 
-TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Method not allowed"}
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.views import defaults
+
+from ..api.http import RETRY_AFTER_UNAVAILABLE, is_unavailable
+
+TITLES = {
+    400: "Bad request",
+    403: "Not allowed",
+    404: "Not found",
+    405: "Method not allowed",
+    503: "Unavailable",
+}
+UNAVAILABLE_PAGE = "The database is busy or unreachable. Try again in a moment."
 
 
 def error_page(request, status: int, message: str, *, retry_after: int = 1):
@@ -14,4 +28,18 @@ def error_page(request, status: int, message: str, *, retry_after: int = 1):
     )
     if status == 503:  # as the API's: when to ask again
         response["Retry-After"] = str(retry_after)
+    return response
+
+
+def server_error(request):
+    """handler500. A page or admin view that failed because the database was unreachable (its
+    session, its user or its own queries) is a 503 with Retry-After, as every API answer is;
+    any other exception stays Django's plain 500. Rendered without the request: its context
+    processors would read the user from the database again."""
+    exc = sys.exc_info()[1]
+    if exc is None or not is_unavailable(exc):
+        return defaults.server_error(request)
+    context = {"status": 503, "title": TITLES[503], "message": UNAVAILABLE_PAGE}
+    response = HttpResponse(render_to_string("ui/error.html", context), status=503)
+    response["Retry-After"] = RETRY_AFTER_UNAVAILABLE
     return response

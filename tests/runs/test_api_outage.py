@@ -77,3 +77,25 @@ def test_every_way_in_answers_a_json_503_with_retry_after_during_an_outage(serve
             failures.append((path, response.status, headers, response.body[:200]))
     assert not failures, failures
     assert len(answers) == len(REQUESTS) * 3
+
+
+# Pages that read the database before answering: a signed-in browser (its session and user are
+# looked up) on the transcript browser, a transcript and the admin.
+PAGES = ["/", "/sessions/agent:main:main/", "/admin/", "/admin/sessions_app/session/"]
+
+
+def test_pages_answer_a_503_page_with_retry_after_during_an_outage(server):
+    """Browser and admin pages during an outage: a 503 page saying why, with Retry-After, as the
+    API answers (before: Django's HTML 500, which reads as a bug and tells no browser or
+    monitor to come back)."""
+    cookie = {"Cookie": "sessionid=a-session-the-server-looks-up"}
+    for path in PAGES:  # up: the unknown session is an anonymous visitor (some pages: log in)
+        assert server.request("GET", path, headers=cookie).status in (200, 302), path
+    with database_refuses_connections():
+        answers = [(path, server.request("GET", path, headers=cookie)) for path in PAGES]
+    for path, response in answers:
+        headers = {name.lower(): value for name, value in response.headers.items()}
+        assert response.status == 503, (path, response.status, response.body[:300])
+        assert headers.get("retry-after") == "1", path
+        assert headers.get("content-type", "").startswith("text/html"), path
+        assert b"The database is busy or unreachable" in response.body, path
