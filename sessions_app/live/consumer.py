@@ -34,8 +34,8 @@ from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Unauthenticated
 
 from .. import cold_storage
-from ..api import ratelimit
-from ..identity import authenticate, requester_for, requester_for_user
+from ..api import door, ratelimit
+from ..identity import requester_for, requester_for_user
 from ..models import ApiKey
 from ..resolve import canonical_for, resolve_session
 from ..tools import TOOLS
@@ -90,9 +90,11 @@ class Connection:
         try:
             await self.authenticate_handshake()
         except RequestError as exc:
-            # Refused before the upgrade: the client sees HTTP 403.
             log.info("websocket refused: %s", exc.message)
-            await self.send({"type": "websocket.close", "code": FORBIDDEN})
+            if exc.code == "rate_limited" and self.can_answer_http():
+                await self.send_429(exc.message)
+            else:  # refused before the upgrade: the client sees HTTP 403
+                await self.send({"type": "websocket.close", "code": FORBIDDEN})
             return
         await self.send({"type": "websocket.accept"})
         self.hub = Hub.current()
@@ -191,9 +193,19 @@ class Connection:
         session_key = parse_cookie(cookie).get(settings.SESSION_COOKIE_NAME)
         if not session_key:
             return None
-        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-        # Channels' get_user: the session's user, if its auth hash still matches.
-        return await get_user({"session": store})
+        # Through the door as an API key is: a flood of made-up cookies costs a bounded number
+        # of session lookups at a time.
+        ticket = await door.admit(f"Session {session_key}")
+        if not isinstance(ticket, door.Ticket):
+            raise RequestError("rate_limited", orjson.loads(ticket)["error"]["message"])
+        try:
+            store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+            # Channels' get_user: the session's user, if its auth hash still matches.
+            user = await get_user({"session": store})
+            ticket.checked(bool(user and user.is_authenticated))
+            return user
+        finally:
+            ticket.leave()
 
     def origin_allowed(self) -> bool:
         origin = self.header(b"origin")
@@ -205,10 +217,34 @@ class Connection:
         domain, _port = split_domain_port(host)
         return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
+    def can_answer_http(self) -> bool:
+        return "websocket.http.response" in self.scope.get("extensions", {})
+
+    async def send_429(self, message: str) -> None:
+        """Refuse the upgrade with the API's 429 (the ASGI denial-response extension)."""
+        body = ratelimit.too_many_body(message)
+        headers = [(b"content-type", b"application/json"), (b"retry-after", b"1")]
+        await self.send(
+            {"type": "websocket.http.response.start", "status": 429, "headers": headers}
+        )
+        await self.send({"type": "websocket.http.response.body", "body": body})
+
     async def authenticate_key(self, authorization: str, session_key: str | None) -> None:
+        # The API's door (api/door.py) around the key lookup, for the upgrade's header and a
+        # connect frame's token alike: a burst of them, or of distinct bad keys, costs no more
+        # lookups at a time than over HTTP. Waits as the door does, then is refused.
+        ticket = await door.admit(authorization)
+        if not isinstance(ticket, door.Ticket):
+            raise RequestError("rate_limited", orjson.loads(ticket)["error"]["message"])
+        try:
+            await self._identify(authorization, session_key, {door.TICKET: ticket})
+        finally:
+            ticket.leave()
+
+    async def _identify(self, authorization: str, session_key: str | None, scope: dict) -> None:
         def identify():
             try:
-                api_key = authenticate(authorization)
+                api_key = door.authenticate(authorization, scope)
             except Unauthenticated as exc:
                 raise RequestError("unauthorized", exc.message) from None
             if api_key.scope == ApiKey.INGEST:

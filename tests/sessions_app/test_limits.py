@@ -516,3 +516,100 @@ def test_create_ui_user_refuses_weak_passwords(db, monkeypatch, password, why):
     with pytest.raises(CommandError, match=f"password refused: .*{why}"):
         create_ui_user("veronica-smith", "--password-env", "UI_PASSWORD")
     assert not User.objects.filter(username="veronica-smith").exists()
+
+
+# --- the door for WebSocket upgrades and connect frames (sessions_app/live/consumer.py) -------
+
+
+async def _ws_handshake(application, headers: list, *, denial_response: bool = False) -> dict:
+    """One WebSocket upgrade through the ASGI app: its first answer (accept, close, or the
+    denial extension's HTTP response start)."""
+    answered = asyncio.get_running_loop().create_future()
+    sent_connect = False
+
+    async def receive():
+        nonlocal sent_connect
+        if not sent_connect:
+            sent_connect = True
+            return {"type": "websocket.connect"}
+        await answered
+        return {"type": "websocket.disconnect", "code": 1000}
+
+    async def send(message):
+        if not answered.done():
+            answered.set_result(message)
+
+    scope = {
+        "type": "websocket",
+        "path": "/ws/",
+        "raw_path": b"/ws/",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "extensions": {"websocket.http.response": {}} if denial_response else {},
+    }
+    await application(scope, receive, send)
+    return answered.result()
+
+
+def test_a_burst_of_websocket_upgrades_with_distinct_bad_keys_is_looked_up_only_up_to_the_limit(
+    db, settings, monkeypatch, door_state
+):
+    """Before, upgrades were not behind the door: each of a burst of distinct bad keys (or made
+    up session cookies) was one key lookup in a thread of its own, all at once."""
+    import threading
+
+    from openclaw_site.asgi import application
+
+    settings.OPENCLAW_API_UNCHECKED_LIMIT = 3
+    settings.OPENCLAW_API_QUEUE_SECONDS = 0
+    inside, release = [], threading.Event()
+
+    def slow_lookup(authorization, scope):
+        inside.append(authorization)
+        release.wait(10)
+        raise Unauthenticated()
+
+    monkeypatch.setattr(door, "authenticate", slow_lookup)
+
+    async def burst():
+        upgrades = [
+            asyncio.create_task(
+                _ws_handshake(application, [(b"authorization", f"Bearer ocs_{i:012x}_x".encode())])
+            )
+            for i in range(10)
+        ]
+        deadline = asyncio.get_running_loop().time() + 10
+        while len(inside) < 3 or sum(not u.done() for u in upgrades) > 3:
+            if asyncio.get_running_loop().time() > deadline:
+                break  # (fails below with what got in)
+            await asyncio.sleep(0.01)
+        release.set()
+        return [await u for u in upgrades]
+
+    answers = asyncio.run(burst())
+    assert len(inside) == 3
+    # Every upgrade refused (a bad key, or the door) before it was accepted.
+    assert all(a == {"type": "websocket.close", "code": 4403} for a in answers), answers
+
+
+def test_a_refused_websocket_upgrade_is_a_429_where_the_server_can_say_so(
+    db, settings, monkeypatch, door_state
+):
+    """uvicorn offers ASGI's denial-response extension: the door's refusal is then the API's
+    429 with Retry-After, not a 403 that reads as a bad key. A session cookie passes it too."""
+    from openclaw_site.asgi import application
+
+    settings.OPENCLAW_API_UNCHECKED_LIMIT = 2
+    settings.OPENCLAW_API_QUEUE_SECONDS = 0
+    monkeypatch.setattr(door, "_unchecked", 2)  # two strangers' keys are being looked up
+    try:
+        for header in (
+            (b"authorization", b"Bearer ocs_000000000000_x"),
+            (b"cookie", b"sessionid=made-up"),
+        ):
+            start = asyncio.run(_ws_handshake(application, [header], denial_response=True))
+            assert start["type"] == "websocket.http.response.start"
+            assert start["status"] == 429 and (b"retry-after", b"1") in start["headers"]
+    finally:
+        monkeypatch.setattr(door, "_unchecked", 0)
