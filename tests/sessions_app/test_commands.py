@@ -77,3 +77,27 @@ def test_serve_accepts_a_burst_of_connections(monkeypatch):
     monkeypatch.setenv("OPENCLAW_LISTEN_BACKLOG", "8192")
     command = server_command("uvicorn", "127.0.0.1", 8000)
     assert command[command.index("--backlog") + 1] == "8192"
+
+
+def test_serve_on_a_database_not_migrated_says_what_to_run(tmp_path):
+    """A new checkout served without `make run` (or a new DATABASE_URL): one clear line, not a
+    traceback from the first query (the schedule table)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["OPENCLAW_VAR_DIR"] = str(tmp_path)  # an empty SQLite database of its own
+    done = subprocess.run(
+        [sys.executable, "manage.py", "serve", "--no-worker", "--port", "1"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "unapplied migration(s): run `.venv/bin/python manage.py migrate` first" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
@@ -39,6 +39,7 @@ class Command(BaseCommand):
         from sessions_app import retention
         from sessions_app.runs.sweeper import ensure_schedule
 
+        refuse_unmigrated()
         ensure_schedule()
         retention.ensure_schedules()
         python = sys.executable
@@ -78,6 +79,21 @@ class Command(BaseCommand):
             raise SystemExit(1)
 
 
+def refuse_unmigrated() -> None:
+    """A clear refusal instead of a traceback from the first query when the database has not
+    been migrated (a new checkout served without `make run`, or a new DATABASE_URL)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise CommandError(
+            f"The database has {len(pending)} unapplied migration(s): run "
+            "`.venv/bin/python manage.py migrate` first (`make run` does it, and loads the demo)."
+        )
+
+
 def server_command(server: str, host: str, port: int, workers: int = 1) -> list[str]:
     app = "openclaw_site.asgi:application"
     if server == "daphne":
@@ -89,6 +105,8 @@ def server_command(server: str, host: str, port: int, workers: int = 1) -> list[
         "--ws-per-message-deflate", "false", "--ws-max-size", str(1024 * 1024),
         # Open SSE streams and WebSockets must not hold a restart for long.
         "--timeout-graceful-shutdown", "3",
+        # Channels' router has no lifespan handler; uvicorn would probe and log that at start.
+        "--lifespan", "off",
         # Connections waiting to be accepted. uvicorn's 2048 overflowed in a burst of 13,000
         # (issue 16): a refused SYN is retried by the client's kernel after 1, 3, 7, 15, 31 s,
         # so another client's new connection waited up to a minute. The kernel caps it at
