@@ -33,9 +33,11 @@ cache of refused keys alone: distinct keys never repeat. 0 turns a count off.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -132,17 +134,22 @@ def _take(credential: str) -> Ticket | str:
     return UNCHECKED
 
 
-def refusal(count: str) -> bytes:
-    """The body of the door's 429 when `count` is full."""
+def refusal_text(count: str) -> str:
+    """Why the door refuses when `count` is full."""
     if count == CREDENTIAL:
-        return ratelimit.too_many_body(
+        return (
             "too many concurrent requests: at most "
             f"{ratelimit.concurrency_limit()} in flight for this API key"
         )
-    return ratelimit.too_many_body(
+    return (
         f"too many requests with API keys not checked yet: at most {unchecked_limit()} are "
         "checked at once on this server process; retry shortly"
     )
+
+
+def refusal(count: str) -> bytes:
+    """The body of the door's 429 when `count` is full."""
+    return ratelimit.too_many_body(refusal_text(count))
 
 
 def enter(authorization: str | None) -> Ticket | bytes:
@@ -161,6 +168,30 @@ async def admit(authorization: str | None) -> Ticket | bytes:
     waiting for that count than it has places; then its 429. So a small burst of one key (its
     hundred MCP clients opening together) gets in as places free up, while a large one is
     still refused at once, and Django never holds more than the limit."""
+    got = await _wait_for_ticket(authorization)
+    return got if isinstance(got, Ticket) else refusal(got)
+
+
+class Refused(Exception):
+    """The door is full for a lookup that is not an HTTP request (passage)."""
+
+
+@contextlib.asynccontextmanager
+async def passage(authorization: str | None) -> AsyncIterator[Ticket]:
+    """The door for one credential lookup outside an HTTP request (a WebSocket upgrade's key
+    or session cookie, a connect frame's token): admit()'s ticket while the lookup runs, given
+    back after it; Refused (with the 429's text) when the door stays full."""
+    got = await _wait_for_ticket(authorization)
+    if not isinstance(got, Ticket):
+        raise Refused(refusal_text(got))
+    try:
+        yield got
+    finally:
+        got.leave()
+
+
+async def _wait_for_ticket(authorization: str | None) -> Ticket | str:
+    """admit()'s ticket, or the name of the count that stayed full."""
     credential = ratelimit.credential(authorization)
     got = _take(credential)
     if isinstance(got, Ticket):
@@ -170,7 +201,7 @@ async def admit(authorization: str | None) -> Ticket | bytes:
     wait = queue_seconds()
     with _lock:
         if wait <= 0 or _waiting.get(line, 0) >= room:
-            return refusal(got)
+            return got
         _waiting[line] = _waiting.get(line, 0) + 1
     try:
         deadline = time.monotonic() + wait
@@ -179,7 +210,7 @@ async def admit(authorization: str | None) -> Ticket | bytes:
             got = _take(credential)
             if isinstance(got, Ticket):
                 return got
-        return refusal(got)
+        return got
     finally:
         with _lock:
             left = _waiting[line] - 1
@@ -228,4 +259,14 @@ def forget() -> None:
         _known.clear()
 
 
-__all__ = ["Ticket", "admit", "authenticate", "counts", "enter", "forget", "is_stream"]
+__all__ = [
+    "Refused",
+    "Ticket",
+    "admit",
+    "authenticate",
+    "counts",
+    "enter",
+    "forget",
+    "is_stream",
+    "passage",
+]

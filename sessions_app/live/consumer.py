@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from importlib import import_module
 from typing import Any
 from urllib.parse import urlsplit
@@ -195,17 +196,21 @@ class Connection:
             return None
         # Through the door as an API key is: a flood of made-up cookies costs a bounded number
         # of session lookups at a time.
-        ticket = await door.admit(f"Session {session_key}")
-        if not isinstance(ticket, door.Ticket):
-            raise RequestError("rate_limited", orjson.loads(ticket)["error"]["message"])
-        try:
+        async with self.through_the_door(f"Session {session_key}") as ticket:
             store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
             # Channels' get_user: the session's user, if its auth hash still matches.
             user = await get_user({"session": store})
             ticket.checked(bool(user and user.is_authenticated))
             return user
-        finally:
-            ticket.leave()
+
+    @contextlib.asynccontextmanager
+    async def through_the_door(self, credential: str) -> AsyncIterator[door.Ticket]:
+        """door.passage, its refusal as this protocol's rate_limited error."""
+        try:
+            async with door.passage(credential) as ticket:
+                yield ticket
+        except door.Refused as exc:
+            raise RequestError("rate_limited", str(exc)) from None
 
     def origin_allowed(self) -> bool:
         origin = self.header(b"origin")
@@ -233,13 +238,8 @@ class Connection:
         # The API's door (api/door.py) around the key lookup, for the upgrade's header and a
         # connect frame's token alike: a burst of them, or of distinct bad keys, costs no more
         # lookups at a time than over HTTP. Waits as the door does, then is refused.
-        ticket = await door.admit(authorization)
-        if not isinstance(ticket, door.Ticket):
-            raise RequestError("rate_limited", orjson.loads(ticket)["error"]["message"])
-        try:
+        async with self.through_the_door(authorization) as ticket:
             await self._identify(authorization, session_key, {door.TICKET: ticket})
-        finally:
-            ticket.leave()
 
     async def _identify(self, authorization: str, session_key: str | None, scope: dict) -> None:
         def identify():
