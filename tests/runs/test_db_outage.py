@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from sessions_app.models import ApiKey, Run
-from tests.conftest import Api, make_agent, make_session, set_config
+from sessions_app.models import Run
+from tests.conftest import Api
 from tests.live import (
     database_refuses_connections,
     start_server,
@@ -94,18 +94,15 @@ def short_bound():
     """A worker that rides out outages of 1 s only; no server (the send is made here)."""
     if connection.vendor != "postgresql":
         pytest.skip("an outage of a database server (SQLite has none)")
-    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
-    make_agent("main")
-    rules = [
-        {"match": "long", "delayMs": 6000, "reply": "never said"},
-        {"match": "short", "delayMs": 500, "reply": "never stored"},
-        {"match": "warm", "reply": "warm"},
-        ANNOUNCE_SKIP,
-    ]
-    make_agent("research", backend={"type": "scripted", "rules": rules})
-    make_session("main")
-    make_session("agent:research:main")
-    api = Api(Client(), ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")[1])
+    token = main_and_research(
+        [
+            {"match": "long", "delayMs": 6000, "reply": "never said"},
+            {"match": "short", "delayMs": 500, "reply": "never stored"},
+            {"match": "warm", "reply": "warm"},
+            ANNOUNCE_SKIP,
+        ]
+    )
+    api = Api(Client(), token)
     worker = start_worker(workers=1, env={"RUN_DB_OUTAGE_SECONDS": "1"})
     # A first turn imports what a turn needs: the measured one is then in its model call, not
     # in a second of imports, when the database goes.
@@ -137,7 +134,11 @@ def test_a_run_failing_past_the_bound_says_the_database_was_unreachable(
     run ends `error` saying the database was unreachable, once it is back, never that its
     worker stopped (the worker's watchdog writes the ending it kept)."""
     run_id = send(short_bound, message)
-    wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING).exists(), timeout=20)
+    wait_until(
+        lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING).exists(),
+        timeout=20,
+        interval=0.01,
+    )
     with database_refuses_connections():
         time.sleep(4)
     wait_until(
