@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 
 from sessions_app.models import Agent, ApiKey, Message, Session
 from tests.conftest import Api
+from tests.test_production_settings import manage
 
 
 def create_key(*args) -> str:
@@ -82,22 +83,8 @@ def test_serve_accepts_a_burst_of_connections(monkeypatch):
 def test_serve_on_a_database_not_migrated_says_what_to_run(tmp_path):
     """A new checkout served without `make run` (or a new DATABASE_URL): one clear line, not a
     traceback from the first query (the schedule table)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env["OPENCLAW_VAR_DIR"] = str(tmp_path)  # an empty SQLite database of its own
-    done = subprocess.run(
-        [sys.executable, "manage.py", "serve", "--no-worker", "--port", "1"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # No DATABASE_URL: an empty SQLite database of its own in tmp_path.
+    done = manage("serve", "--no-worker", "--port", "1", env={}, var_dir=tmp_path)
     assert done.returncode == 1, done.stderr[-2000:]
     assert "unapplied migration(s): run `.venv/bin/python manage.py migrate` first" in done.stderr
     assert "Traceback" not in done.stderr
