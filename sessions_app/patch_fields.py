@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from openclaw_common.errors import AccessDenied, InvalidArgument
 
+from . import store
 from .identity import Requester
+from .jsontext import byte_size
 from .models import Session, now_ms
 
 DEFAULT_STATUS_TTL_MINUTES = 30  # 9.6: ttlMinutes 1–120, default 30
@@ -48,6 +48,9 @@ MAX_LEVEL = 32  # the level columns' width
 MAX_TEXT = 200
 MAX_PRESENTATION_BYTES = 2048
 MAX_CONTEXT_WINDOW = 100_000_000
+FAST_MODES = (True, False, "auto")
+RESPONSE_USAGES = ("off", "tokens", "full", "on")
+GROUP_ACTIVATIONS = ("mention", "always")
 
 
 def _level(name: str, value: Any) -> str:
@@ -55,7 +58,7 @@ def _level(name: str, value: Any) -> str:
         raise InvalidArgument(f"{name} must be a string")
     if len(value.strip()) > MAX_LEVEL:
         raise InvalidArgument(f"{name} must be at most {MAX_LEVEL} characters")
-    return value.strip()
+    return store.text_without_nul(name, value.strip())
 
 
 def _text_or_flag(name: str, value: Any) -> str | bool:
@@ -63,13 +66,13 @@ def _text_or_flag(name: str, value: Any) -> str | bool:
         return value
     if not isinstance(value, str) or len(value) > MAX_TEXT:
         raise InvalidArgument(f"{name} must be a string of at most {MAX_TEXT} characters")
-    return value
+    return store.text_without_nul(name, value)
 
 
 def _presentation(name: str, value: Any) -> Any:
     """A display setting whose shape 9.6 leaves to its dashboard: a string, number, boolean or
     object, at most 2 KiB of JSON."""
-    if isinstance(value, list) or len(orjson.dumps(value)) > MAX_PRESENTATION_BYTES:
+    if isinstance(value, list) or byte_size(value) > MAX_PRESENTATION_BYTES:
         raise InvalidArgument(
             f"{name} must be a string, number, boolean or object of at most "
             f"{MAX_PRESENTATION_BYTES} bytes"
@@ -117,6 +120,14 @@ def _scalar(name: str, value: Any) -> Any:
 
 
 COLUMNS = {"verboseLevel": "verbose_level", "reasoningLevel": "reasoning_level"}
+IGNORED = (
+    "elevatedLevel",
+    "execHost",
+    "execNode",
+    "permissionMode",
+    "sandboxMode",
+    "agentRuntime",
+)
 READERS: dict[str, Callable[[str, Any], Any]] = {
     "verboseLevel": _level,
     "reasoningLevel": _level,
@@ -125,24 +136,17 @@ READERS: dict[str, Callable[[str, Any], Any]] = {
     "boardPresentation": _presentation,
     "unread": _boolean,
     "contextWindow": _context_window,
-    "fastMode": _choice(True, False, "auto"),
+    "fastMode": _choice(*FAST_MODES),
     "traceLevel": _level,
-    "responseUsage": _choice("off", "tokens", "full", "on"),
-    "groupActivation": _choice("mention", "always"),
+    "responseUsage": _choice(*RESPONSE_USAGES),
+    "groupActivation": _choice(*GROUP_ACTIVATIONS),
     "toolOverrides": _tool_overrides,
-    "elevatedLevel": _scalar,
-    "execHost": _scalar,
-    "execNode": _scalar,
-    "permissionMode": _scalar,
-    "sandboxMode": _scalar,
-    "agentRuntime": _scalar,
+    # Accepted and not applied (no exec hosts or sandboxes here): any scalar.
+    **dict.fromkeys(IGNORED, _scalar),
 }
 FIELDS = tuple(READERS)
-IGNORED = frozenset(
-    {"elevatedLevel", "execHost", "execNode", "permissionMode", "sandboxMode", "agentRuntime"}
-)
 PREFERENCES = tuple(n for n in FIELDS if n not in COLUMNS and n not in IGNORED)
-PRIVILEGED = frozenset({*IGNORED - {"agentRuntime"}, "toolOverrides"})
+PRIVILEGED = frozenset({*IGNORED, "toolOverrides"} - {"agentRuntime"})
 # What `unread: true` records; `expectedMarkedUnreadAt` is checked against it.
 MARKED_UNREAD_AT = "markedUnreadAt"
 

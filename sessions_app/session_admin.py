@@ -23,7 +23,6 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -33,6 +32,7 @@ from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, Ses
 
 from . import patch_fields, store
 from .identity import Requester
+from .jsontext import byte_size
 from .models import Message, Run, Session, SessionGroup, new_session_id, now_ms
 from .resolve import find_session, forbidden_text, not_found_text
 
@@ -115,13 +115,33 @@ def has_run_in_flight(session: Session) -> bool:
 NULL_CLEARS = {"pinned": False, "attention": "clear", "sendPolicy": "inherit"}
 
 
-def read_patch(raw: dict[str, Any], *, null_clears: bool = False) -> dict[str, Any]:
+# A client's patch may carry these guards besides expectedSessionId: expectedMarkedUnreadAt
+# is checked; expectedLifecycleRevision is accepted and not checked (there are no lifecycle
+# revisions here: expectedSessionId is the guard every lifecycle change already needs).
+CHECKED_GUARDS = ("expectedMarkedUnreadAt",)
+PATCH_GUARDS = frozenset({*CHECKED_GUARDS, "expectedLifecycleRevision"})
+
+
+def read_client_patch(requester: Requester, raw: dict[str, Any]) -> dict[str, Any]:
+    """read_patch for a client rather than a model run (sessions.patch over /ws/, REST PATCH):
+    null clears pinned, attention and sendPolicy too (the tool's null is a type error), and the
+    privileged fields need an operator key. Every client way in reads its patch here, so none
+    can forget the privilege check."""
+    raw = {k: NULL_CLEARS[k] if v is None and k in NULL_CLEARS else v for k, v in raw.items()}
+    changes = read_patch(raw)
+    patch_fields.check_privileged(requester, changes)
+    return changes
+
+
+def guards_of(params: dict[str, Any]) -> dict[str, Any]:
+    """The guards of a client's patch that are checked (patch(guards=...))."""
+    return {name: params[name] for name in CHECKED_GUARDS if name in params}
+
+
+def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
     """The patch fields present in `raw`, checked; `Patch setting required` when there are none.
     The tool's fields, and sessions.patch's others (patch_fields.py) that a tool call cannot
-    carry (its declaration refuses unknown arguments). `null_clears`: sessions.patch's and
-    REST's null for pinned, attention and sendPolicy (the tool's is a type error)."""
-    if null_clears:
-        raw = {k: NULL_CLEARS[k] if v is None and k in NULL_CLEARS else v for k, v in raw.items()}
+    carry (its declaration refuses unknown arguments)."""
     changes: dict[str, Any] = {}
     for name in PATCH_FIELDS:
         if name not in raw:
@@ -246,7 +266,7 @@ def patch(
             return {"status": "scheduled", "sessionKey": display, "message": SCHEDULED_TEXT}
     updated = _apply(session, changes, guards=guards or {}, display=display)
     result: dict[str, Any] = {"status": "updated", "sessionKey": display, "updated": updated}
-    ignored = [name for name in patch_fields.FIELDS if name in patch_fields.IGNORED & set(changes)]
+    ignored = [name for name in patch_fields.IGNORED if name in changes]
     if ignored:
         result["ignored"] = ignored  # accepted for 9.6 clients; no meaning here (patch_fields)
     if {"model", "thinkingLevel"} & set(updated):
@@ -255,16 +275,11 @@ def patch(
             "model": session.model,
             "thinkingLevel": session.thinking_level,
         }
-        if json_bytes({**result, "resolved": resolved}) <= RESULT_BUDGET_BYTES:
+        if byte_size({**result, "resolved": resolved}) <= RESULT_BUDGET_BYTES:
             result["resolved"] = resolved
         else:
             result["resolvedOmitted"] = {"reason": "response_budget_exceeded"}
     return result
-
-
-def json_bytes(value: Any) -> int:
-    """The size of `value` as compact JSON, as 9.6 measures a result against its budget."""
-    return len(orjson.dumps(value))
 
 
 def _apply(
@@ -386,14 +401,14 @@ def patch_targets(
 def within_budget(result: dict[str, Any]) -> dict[str, Any]:
     """A batch result cut to RESULT_BUDGET_BYTES: error details are dropped from the end (their
     indexes stay in `failed`) and BUDGET_WARNING says so."""
-    if json_bytes(result) <= RESULT_BUDGET_BYTES:
+    if byte_size(result) <= RESULT_BUDGET_BYTES:
         return result
     errors = result["errors"]
     cut = {**result, "errors": [], "warning": BUDGET_WARNING}
-    room = RESULT_BUDGET_BYTES - json_bytes(cut)
+    room = RESULT_BUDGET_BYTES - byte_size(cut)
     kept = 0
     for error in errors:
-        size = json_bytes(error) + 1  # its comma
+        size = byte_size(error) + 1  # its comma
         if size > room:
             break
         room -= size

@@ -184,9 +184,15 @@ def _string(name: str, value: Any, *, max_length: int = MAX_STRING) -> str:
         raise InvalidArgument(f"{name} must be a string")
     if len(value) > max_length:
         raise InvalidArgument(f"{name} must be at most {max_length} characters")
+    return text_without_nul(name, value).strip()
+
+
+def text_without_nul(name: str, value: str) -> str:
+    """`value`, refused when it holds a NUL character (PostgreSQL stores none, in text or jsonb:
+    a DataError, a 500, instead of a clear 400)."""
     if "\x00" in value:
         raise InvalidArgument(f"{name} must not contain NUL characters")
-    return value.strip()
+    return value
 
 
 def _non_negative_int(name: str, value: Any, *, maximum: int = 2**53 - 1) -> int | None:

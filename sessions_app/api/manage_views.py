@@ -33,9 +33,8 @@ PATCH_BODY_NAMES = frozenset(
     {
         *session_admin.PATCH_FIELDS,
         *patch_fields.FIELDS,
+        *session_admin.PATCH_GUARDS,
         "expectedSessionId",
-        "expectedMarkedUnreadAt",
-        "expectedLifecycleRevision",
     }
 )
 
@@ -62,9 +61,7 @@ def manage_patch(request, key: str, body: dict) -> Response:
         raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
     requester = requester_of(request)
     session = session_admin.find_managed(requester, key)
-    changes = session_admin.read_patch(body, null_clears=True)
-    patch_fields.check_privileged(requester, changes)
-    guards = {k: body[k] for k in ("expectedMarkedUnreadAt",) if k in body}
+    changes = session_admin.read_client_patch(requester, body)
     return Response(
         session_admin.patch(
             session,
@@ -72,7 +69,7 @@ def manage_patch(request, key: str, body: dict) -> Response:
             caller=REST_CALLER,
             expected_session_id=optional_string(body, "expectedSessionId"),
             settings=requester.key_settings,
-            guards=guards,
+            guards=session_admin.guards_of(body),
         )
     )
 

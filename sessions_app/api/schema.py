@@ -18,7 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from openclaw_common import keys
 
 from .. import config as config_mod
-from .. import store
+from .. import patch_fields, store
 from ..acp import harnesses
 from ..tools import TOOLS, shapes
 from ..tools import declaration as decl
@@ -397,44 +397,41 @@ SESSION_MANAGE_PATCH = {
     "toolOverrides and those are operator-key only); not combinable with displayName.",
     "properties": {
         **{name: {"type": "string"} for name in ("label", "icon", "color", "statusNote")},
-        **{name: {"type": "string"} for name in ("model", "thinkingLevel", "attention")},
+        **{name: {"type": "string"} for name in ("model", "thinkingLevel")},
+        "attention": {"type": ["string", "null"]},
         "group": {"type": ["string", "null"]},
         "ttlMinutes": {"type": ["integer", "null"], "minimum": 1, "maximum": 120},
-        "pinned": {"type": "boolean"},
+        "pinned": {"type": ["boolean", "null"]},
         "archived": {"type": "boolean"},
-        "sendPolicy": {"type": "string", "enum": ["allow", "deny", "inherit"]},
+        "sendPolicy": {"enum": ["allow", "deny", "inherit", None]},
         "expectedSessionId": {"type": "string"},
         "expectedMarkedUnreadAt": {"type": ["integer", "null"]},
         "expectedLifecycleRevision": {"type": ["integer", "null"]},
         **{
-            name: {"type": ["string", "null"], "maxLength": 32}
+            name: {"type": ["string", "null"], "maxLength": patch_fields.MAX_LEVEL}
             for name in ("verboseLevel", "reasoningLevel", "traceLevel")
         },
-        "autoLabel": {"type": ["string", "boolean", "null"], "maxLength": 200},
+        "autoLabel": {"type": ["string", "boolean", "null"], "maxLength": patch_fields.MAX_TEXT},
         **{
             name: {"type": ["string", "number", "boolean", "object", "null"]}
             for name in ("boardFace", "boardPresentation")
         },
         "unread": {"type": ["boolean", "null"]},
-        "contextWindow": {"type": ["integer", "null"], "minimum": 1, "maximum": 100_000_000},
-        "fastMode": {"enum": [True, False, "auto", None]},
-        "responseUsage": {"enum": ["off", "tokens", "full", "on", None]},
-        "groupActivation": {"enum": ["mention", "always", None]},
+        "contextWindow": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": patch_fields.MAX_CONTEXT_WINDOW,
+        },
+        "fastMode": {"enum": [*patch_fields.FAST_MODES, None]},
+        "responseUsage": {"enum": [*patch_fields.RESPONSE_USAGES, None]},
+        "groupActivation": {"enum": [*patch_fields.GROUP_ACTIVATIONS, None]},
         "toolOverrides": {
             "type": ["object", "null"],
             "properties": {"allow": array(STRING), "deny": array(STRING)},
             "additionalProperties": False,
         },
         **{
-            name: {"type": ["string", "number", "boolean", "null"]}
-            for name in (
-                "elevatedLevel",
-                "execHost",
-                "execNode",
-                "permissionMode",
-                "sandboxMode",
-                "agentRuntime",
-            )
+            name: {"type": ["string", "number", "boolean", "null"]} for name in patch_fields.IGNORED
         },
     },
     "minProperties": 1,

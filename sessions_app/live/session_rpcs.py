@@ -21,10 +21,7 @@ from ..rows import row_of
 # Nobody is "current" over the gateway: archiving always names the expected sessionId.
 RPC_CALLER = session_admin.Caller(current_key="")
 ADDRESS = frozenset({"key", "agentId", "expectedSessionId"})
-# sessions.patch's guards besides expectedSessionId: expectedMarkedUnreadAt is checked;
-# expectedLifecycleRevision is accepted and not checked (there are no lifecycle revisions
-# here: expectedSessionId is the guard every lifecycle change already needs).
-GUARDS = frozenset({"expectedLifecycleRevision", "expectedMarkedUnreadAt"})
+GUARDS = session_admin.PATCH_GUARDS
 # sessions.patch spells the sessions tool's `group` as `category` (9.6 §2.4).
 RPC_SPELLING = {"group": "category"}
 PATCH_NAMES = frozenset(
@@ -68,15 +65,9 @@ def entry(session: Session, requester: Requester) -> dict:
 
 def patch_changes(requester: Requester, fields: dict) -> dict[str, Any]:
     tool_name = {rpc: tool for tool, rpc in RPC_SPELLING.items()}
-    changes = session_admin.read_patch(
-        {tool_name.get(k, k): v for k, v in fields.items()}, null_clears=True
+    return session_admin.read_client_patch(
+        requester, {tool_name.get(k, k): v for k, v in fields.items()}
     )
-    patch_fields.check_privileged(requester, changes)
-    return changes
-
-
-def guards(params: dict) -> dict[str, Any]:
-    return {k: params[k] for k in GUARDS if k in params and k != "expectedLifecycleRevision"}
 
 
 def sessions_patch(requester: Requester, params: dict) -> dict:
@@ -91,7 +82,7 @@ def sessions_patch(requester: Requester, params: dict) -> dict:
         caller=RPC_CALLER,
         expected_session_id=expected(params),
         settings=requester.key_settings,
-        guards=guards(params),
+        guards=session_admin.guards_of(params),
     )
     session.refresh_from_db()
     return {
@@ -132,7 +123,7 @@ def sessions_patch_many(requester: Requester, params: dict) -> dict:
                 caller=RPC_CALLER,
                 expected_session_id=expected(item),
                 settings=requester.key_settings,
-                guards=guards(item),
+                guards=session_admin.guards_of(item),
             )
             outcomes.append(
                 {"ok": True, "key": keys.display_key(session.key, requester.key_settings)}

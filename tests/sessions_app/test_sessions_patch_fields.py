@@ -55,12 +55,25 @@ def test_rest_patch_takes_the_96_fields(operator, dev):
         ({"spawnDepth": 2}, 400, "spawnDepth is spawn lineage and cannot be patched"),
         ({"fastMode": "yes", "pinned": True}, 400, "fastMode must be one of true, false, auto"),
         ({"pinned": True, "bogus": 1}, 400, "Unknown field: bogus"),
+        # PostgreSQL stores no NUL in text or jsonb: a DataError (500) before.
+        ({"verboseLevel": "o\u0000n"}, 400, "verboseLevel must not contain NUL characters"),
+        ({"autoLabel": "a\u0000b"}, 400, "autoLabel must not contain NUL characters"),
+        # An integer past 64 bits: orjson cannot encode it to measure it (a TypeError, 500).
+        ({"boardFace": 2**70}, 200, None),
+        (
+            {"boardFace": {"n": 10**2100}},
+            400,
+            "boardFace must be a string, number, boolean or object of at most 2048 bytes",
+        ),
     ],
 )
 def test_rest_refusals(operator, dev, body, status, text):
     response = operator.patch(URL, body)
-    assert response.status_code == status
-    assert response.json()["error"]["message"] == text
+    assert response.status_code == status, response.content
+    if text is not None:
+        assert response.json()["error"]["message"] == text
+    else:  # taken whole
+        assert Session.objects.get(key=DEV).extra["boardFace"] == body["boardFace"]
 
 
 def test_privileged_fields_need_an_operator_key(agent_main, dev):
