@@ -143,6 +143,37 @@ def agents(db):
     }
 
 
+@pytest.fixture
+def home(agents):
+    """`main` may spawn `research`, a scripted sub-agent (its spawn turn fails, calls a tool
+    only, is slow, or says "Found 3 papers.", by the task; its announce step has a reply), and
+    main's session (last channel webchat). Modules with a `home` of their own override it."""
+    make_agent("main", subagents={"allowAgents": ["research"]})
+    make_agent(
+        "research",
+        backend={
+            "type": "scripted",
+            "rules": [
+                {
+                    "match": "announce step",
+                    "on": ["announce"],
+                    "reply": "All done, nothing urgent.",
+                },
+                {"match": "fail", "on": ["spawn"], "error": "the model refused"},
+                {
+                    "match": "tools only",
+                    "on": ["spawn"],
+                    "toolCalls": [{"name": "agents_list"}],
+                    "reply": "",
+                },
+                {"match": "slow", "on": ["spawn"], "delayMs": 3000, "reply": "too late"},
+                {"match": ".*", "on": ["spawn"], "reply": "Found 3 papers."},
+            ],
+        },
+    )
+    return make_session("main", lastChannel="webchat")
+
+
 def _api(scope: str, **fields) -> Api:
     _, token = ApiKey.generate(scope=scope, **fields)
     return Api(Client(), token)

@@ -10,36 +10,10 @@ from django.utils import timezone
 
 from sessions_app.models import Message, Run, Session
 from sessions_app.runs.sweeper import archive_finished_subagents
-from tests.conftest import make_agent, make_session, set_config
+from tests.conftest import make_agent, set_config
 from tests.runs.helpers import drain
 
-
-@pytest.fixture
-def home(agents):
-    make_agent("main", subagents={"allowAgents": ["research"]})
-    make_agent(
-        "research",
-        backend={
-            "type": "scripted",
-            "rules": [
-                {
-                    "match": "announce step",
-                    "on": ["announce"],
-                    "reply": "All done, nothing urgent.",
-                },
-                {"match": "fail", "on": ["spawn"], "error": "the model refused"},
-                {
-                    "match": "tools only",
-                    "on": ["spawn"],
-                    "toolCalls": [{"name": "agents_list"}],
-                    "reply": "",
-                },
-                {"match": "slow", "on": ["spawn"], "delayMs": 3000, "reply": "too late"},
-                {"match": ".*", "on": ["spawn"], "reply": "Found 3 papers."},
-            ],
-        },
-    )
-    return make_session("main", lastChannel="webchat")
+# `home` (main may spawn the scripted research agent) is in tests/conftest.py.
 
 
 def spawn(api, **args):

@@ -5,11 +5,17 @@ only once events exist)"."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from django.db import transaction
 
 from sessions_app import send_modes
 from sessions_app.models import Message, Run, Session
+from sessions_app.runs.chain import Chain
+from sessions_app.runs.engine import start_run
 from sessions_app.send_modes import (
+    NOTIFY_HEADER,
     WAKE_MESSAGE,
     WAKE_TOOL,
     SessionNotification,
@@ -17,9 +23,8 @@ from sessions_app.send_modes import (
     watch_notice,
 )
 from sessions_app.state_log import version_of
-from tests.conftest import make_session, set_config, user
+from tests.conftest import make_agent, make_session, set_config, user
 from tests.runs.helpers import drain
-from tests.runs.test_spawn import home  # noqa: F401  (main may spawn a scripted research agent)
 
 TARGET = "agent:main:discord:group:dev"
 
@@ -62,7 +67,7 @@ def test_a_session_without_events_has_no_state_version(agent_main):
 def test_a_spawn_parent_watches_its_child_from_the_childs_version_at_spawn(
     agent_main,
     ingest,
-    home,  # noqa: F811
+    home,
     django_capture_on_commit_callbacks,
 ):
     spawned = agent_main.details(
@@ -129,14 +134,42 @@ def test_a_turn_already_queued_reads_the_notice_no_wake(
 
 
 def test_a_sub_agent_watcher_sees_it_on_its_next_turn(
-    agent_main, ingest, target, django_capture_on_commit_callbacks
+    agent_main, ingest, target, fake_openai, django_capture_on_commit_callbacks
 ):
+    # An OpenAI-compatible model, so what the turn is given is recorded (its request).
+    make_agent(
+        "main", backend={"type": "openai", "baseUrl": fake_openai.base_url, "model": "fake-model"}
+    )
     child = make_session("agent:main:subagent:w1", spawnedBy="agent:main:main", spawnDepth=1)
     send_modes.watch(target, child.key)
+    cursor = SessionWatcher.objects.get(session=target, watcher_key=child.key).cursor
     with django_capture_on_commit_callbacks(execute=True):
         human_writes(ingest, TARGET, "a person writes")
+    # Not woken: the notice waits.
     assert SessionNotification.objects.filter(session=child).count() == 1
     assert not Run.objects.filter(session=child).exists()
+
+    # Its next turn (its parent sends it more work) reads the notice, and consumes it.
+    fake_openai.reply("Reconciled.")
+    with transaction.atomic():
+        run = start_run(
+            session=child,
+            kind="send",
+            message="next step",
+            chain=Chain(uuid.uuid4(), ("main",)),
+            requester_key="agent:main:main",
+        )
+    drain()
+    run.refresh_from_db()
+    assert (run.status, run.reply) == (Run.OK, "Reconciled.")
+    assert not SessionNotification.objects.filter(session=child).exists()
+    (request,) = fake_openai.requests
+    messages = request.body["messages"]
+    assert messages[0] == {
+        "role": "system",
+        "content": f"{NOTIFY_HEADER}\n- from {TARGET}: {watch_notice(TARGET, cursor)}",
+    }
+    assert messages[-1] == {"role": "user", "content": "next step"}
 
 
 def test_the_watchers_own_actions_notify_no_one(agent_main, ingest, target):

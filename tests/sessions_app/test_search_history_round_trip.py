@@ -13,7 +13,7 @@ from sessions_app import session_admin
 from sessions_app.models import Session
 from tests.conftest import add_messages, assistant, make_session, set_config, user
 from tests.runs.helpers import drain
-from tests.runs.test_spawn import home  # noqa: F401  (main may spawn a scripted research agent)
+from tests.sessions_app.history_helpers import texts
 from tests.sessions_app.test_import_openclaw import (
     T0,
     entry_line,
@@ -45,14 +45,6 @@ def around(api, hit, **args) -> dict:
 
 def ids(details) -> list[str]:
     return [m["__openclaw"]["id"] for m in details["messages"]]
-
-
-def texts(details) -> list[str]:
-    out = []
-    for m in details["messages"]:
-        content = m["content"]
-        out.append(content if isinstance(content, str) else content[0]["text"])
-    return out
 
 
 def test_a_hit_of_a_message_this_service_stored(agent_main, ingest):
@@ -157,7 +149,7 @@ def test_the_current_key_with_an_earlier_session_id_reads_that_transcript(
     assert response.json()["error"]["message"] == "sessionId does not belong to sessionKey"
 
 
-def test_every_hit_of_a_sub_agent_run_can_be_read_around(agent_main, home):  # noqa: F811
+def test_every_hit_of_a_sub_agent_run_can_be_read_around(agent_main, home):
     set_config(visibility="all", a2a_enabled=True)
     spawned = agent_main.details(
         "sessions_spawn", {"task": "Find papers on SQLite WAL", "agentId": "research"}
