@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from datetime import timedelta
 from io import StringIO
 
@@ -16,9 +15,9 @@ from django.utils import timezone
 
 from sessions_app import cold_storage, disk_budget, retention, session_admin
 from sessions_app.models import GatewayConfig, Session
-from tests.conftest import add_messages, assistant, make_session, user
+from tests.conftest import assistant, user
+from tests.sessions_app.test_retention import aged
 
-DAY_MS = 86_400_000
 GIB = 1024**3
 NINE_SIX = {
     "mode": "enforce",
@@ -33,17 +32,13 @@ NINE_SIX = {
 }
 
 
-def aged(key: str, days: float, *, words: int = 0) -> Session:
-    session = make_session(key)
-    if words:
-        add_messages(session, user("hello " * words), assistant("reply " * words))
-    Session.objects.filter(pk=session.pk).update(updated_at=int(time.time() * 1000 - days * DAY_MS))
-    session.refresh_from_db()
-    return session
+def exchange(words: int) -> tuple[dict, dict]:
+    """A user message and its reply, `words` words each: bytes on disk."""
+    return user("hello " * words), assistant("reply " * words)
 
 
 def archived(key: str, days: float, reason: str, *, archived_days: float, words: int = 50):
-    session = aged(key, days, words=words)
+    session = aged(key, days, *exchange(words))
     Session.objects.filter(pk=session.pk).update(
         archived_at=timezone.now() - timedelta(days=archived_days), archive_reason=reason
     )
@@ -150,7 +145,7 @@ def test_disk_budget_deletes_reset_then_cap_archives_down_to_the_high_water(
     agents, settings, tmp_path
 ):
     settings.COLD_STORAGE_DIR = tmp_path / "cold"
-    live = aged("agent:main:discord:dm:live", 1, words=400)
+    live = aged("agent:main:discord:dm:live", 1, *exchange(400))
     manual = archived("agent:main:discord:dm:manual", 50, "manual", archived_days=40)
     reset_old = archived("agent:main:discord:dm:r1", 50, "reset", archived_days=30)
     reset_new = archived("agent:main:discord:dm:r2", 50, "reset", archived_days=20)
@@ -203,7 +198,9 @@ def test_disk_tier_keeps_protected_archives(agents):
     recent = archived("agent:main:discord:dm:c1", 1, "active-session-cap", archived_days=1)
     policy = retention.Policy(prune_after=None, max_disk_bytes=1, preserve_recent=timedelta(days=7))
     assert retention.plan(policy).delete_disk == []
-    assert recent.pk in set(Session.objects.values_list("pk", flat=True))
+    report = retention.sweep(policy)
+    assert report["deleteDisk"] == 0 and report["deleted"] == 0
+    assert set(Session.objects.values_list("pk", flat=True)) == {pinned.pk, recent.pk}
 
 
 # --- archiveDashboardAfter, resetArchiveRetention -------------------------------------------
@@ -218,7 +215,7 @@ def test_archive_dashboard_after_archives_nothing_here(agents):
 
 
 def test_reset_archive_retention_ages_a_real_reset_archive(agents):
-    kept = aged("agent:main:discord:dm:a", 1, words=5)
+    kept = aged("agent:main:discord:dm:a", 1, *exchange(5))
     previous = Session.objects.get(key=session_admin.reset(kept)["previousKey"])
     policy = retention.Policy(prune_after=None, reset_archive_retention=timedelta(days=30))
     assert retention.plan(policy).delete_archived == []  # archived just now
