@@ -3,11 +3,10 @@
 import sys
 
 from django.http import HttpResponse
-from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views import defaults
 
-from ..api.http import RETRY_AFTER_UNAVAILABLE, is_unavailable
+from ..api.http import is_unavailable
 
 TITLES = {
     400: "Bad request",
@@ -19,19 +18,18 @@ TITLES = {
 UNAVAILABLE_PAGE = "The database is busy or unreachable. Try again in a moment."
 
 
-def error_page(request, status: int, message: str, *, retry_after: int = 1):
-    response = render(
-        request,
-        "ui/error.html",
-        {"status": status, "title": TITLES.get(status, "Error"), "message": message},
-        status=status,
+def error_page(request, status: int, message: str, *, retry_after: int = 1) -> HttpResponse:
+    """The page for `status`; `request` None renders it without context processors."""
+    context = {"status": status, "title": TITLES.get(status, "Error"), "message": message}
+    response = HttpResponse(
+        render_to_string("ui/error.html", context, request=request), status=status
     )
     if status == 503:  # as the API's: when to ask again
         response["Retry-After"] = str(retry_after)
     return response
 
 
-def server_error(request):
+def server_error(request) -> HttpResponse:
     """handler500. A page or admin view that failed because the database was unreachable (its
     session, its user or its own queries) is a 503 with Retry-After, as every API answer is;
     any other exception stays Django's plain 500. Rendered without the request: its context
@@ -39,7 +37,4 @@ def server_error(request):
     exc = sys.exc_info()[1]
     if exc is None or not is_unavailable(exc):
         return defaults.server_error(request)
-    context = {"status": 503, "title": TITLES[503], "message": UNAVAILABLE_PAGE}
-    response = HttpResponse(render_to_string("ui/error.html", context), status=503)
-    response["Retry-After"] = RETRY_AFTER_UNAVAILABLE
-    return response
+    return error_page(None, 503, UNAVAILABLE_PAGE)
