@@ -76,18 +76,6 @@ class SessionEvent(models.Model):
     def __str__(self):
         return f"{self.session_id}@{self.sequence} {self.kind}"
 
-    def to_json(self) -> dict[str, Any]:
-        return event_json(
-            self.sequence,
-            self.kind,
-            self.actor_type,
-            self.occurred_at,
-            self.summary,
-            self.actor_id,
-            self.run_id,
-            self.payload,
-        )
-
 
 # What event_json() reads of an event, in its order (changes_since reads these columns only).
 EVENT_COLUMNS = (

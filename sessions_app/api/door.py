@@ -73,9 +73,6 @@ class Ticket:
     unchecked: bool  # holds one of the unchecked places
     holds_place: bool = True  # holds one of its credential's places
 
-    def __bool__(self) -> bool:  # (the scope's DOOR_PLACE is truthy: the place was taken)
-        return True
-
     def checked(self, ok: bool) -> None:
         """The key has been looked up: the unchecked place goes back; a good credential is
         remembered, a refused one forgotten."""
@@ -152,22 +149,17 @@ def refusal(count: str) -> bytes:
     return ratelimit.too_many_body(refusal_text(count))
 
 
-def enter(authorization: str | None) -> Ticket | bytes:
-    """At the door: the request's ticket, or the body of its 429 when a count is full."""
-    got = _take(ratelimit.credential(authorization))
-    return got if isinstance(got, Ticket) else refusal(got)
-
-
 def queue_seconds() -> float:
     return float(getattr(settings, "OPENCLAW_API_QUEUE_SECONDS", DEFAULT_QUEUE_SECONDS))
 
 
 async def admit(authorization: str | None) -> Ticket | bytes:
-    """enter(), except that a request finding its count full waits for a place, on the event
-    loop (no thread, nothing of Django), for up to OPENCLAW_API_QUEUE_SECONDS, when fewer are
-    waiting for that count than it has places; then its 429. So a small burst of one key (its
-    hundred MCP clients opening together) gets in as places free up, while a large one is
-    still refused at once, and Django never holds more than the limit."""
+    """At the door: the request's ticket, or the body of its 429 when a count is full. A
+    request finding its count full first waits for a place, on the event loop (no thread,
+    nothing of Django), for up to OPENCLAW_API_QUEUE_SECONDS, when fewer are waiting for that
+    count than it has places; then its 429. So a small burst of one key (its hundred MCP
+    clients opening together) gets in as places free up, while a large one is still refused at
+    once, and Django never holds more than the limit."""
     got = await _wait_for_ticket(authorization)
     return got if isinstance(got, Ticket) else refusal(got)
 
@@ -265,7 +257,6 @@ __all__ = [
     "admit",
     "authenticate",
     "counts",
-    "enter",
     "forget",
     "is_stream",
     "passage",

@@ -99,21 +99,16 @@ def tools_for(
         return []
     names = [n for n in names if n not in deny and (owner_turn or n not in OWNER_ONLY)]
     if is_subagent:
-        names = narrow_for_subagents(subagent_tools, names)
+        names = narrow(subagent_tools, names)
     if session_overrides:
         names = narrow(session_overrides, names)
     return [_fresh(TOOL_SPECS[n]) for n in names]
 
 
-def narrow_for_subagents(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
-    """tools.subagents.tools (9.6 §1.10): `deny` adds denies, then `allow`, when given, is a
-    final allow-only filter. Both take tool names, groups (`group:sessions`) and "*"."""
-    return narrow(policy, names)
-
-
 def narrow(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
     """An {allow?, deny?} narrowing (tools.subagents.tools, a session's toolOverrides): `deny`
-    removes names, then `allow`, when given, keeps only those. It never adds a tool."""
+    removes names, then `allow`, when given, keeps only those. It never adds a tool. Both take
+    tool names, groups (`group:sessions`) and "*"."""
     policy = policy or {}
     deny, allow = _names(policy.get("deny")), _names(policy.get("allow"))
     if "*" in deny:
@@ -127,7 +122,7 @@ def narrow(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
 def subagent_may_call(policy: Mapping[str, Any] | None, name: str) -> bool:
     """Whether tools.subagents.tools lets a sub-agent's tool call of `name` run at all (a model
     or a script may call a tool it was not offered)."""
-    return bool(narrow_for_subagents(policy, [name]))
+    return bool(narrow(policy, [name]))
 
 
 def clean_tool_policy(path: str, value: Any) -> dict[str, list[str]]:
