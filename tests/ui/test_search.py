@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from sessions_app.models import ApiKey, GatewayConfig
+from sessions_app.models import ApiKey
 from sessions_app.tools import sessions_search
 from sessions_app.ui import queries
 from tests.conftest import Api, add_messages, assistant, make_session, set_config, user
@@ -18,6 +18,13 @@ from tests.conftest import Api, add_messages, assistant, make_session, set_confi
 HIT = re.compile(
     r'<li class="hit role-(\w+)" data-key="([^"]+)" data-seq="(\d+)" data-message-id="(\w+)">'
     r'\s*<a class="hit-link" href="([^"]+)">.*?<span class="hit-snippet">(.*?)</span>',
+    re.S,
+)
+
+# A row of the session list: its data-key and the key it shows (templates/ui/_rows.html).
+ROW = re.compile(
+    r'<li class="srow[^"]*" id="row-[^"]*" data-key="([^"]+)".*?'
+    r'<span class="srow-key mono">([^<]*)</span>',
     re.S,
 )
 
@@ -134,10 +141,22 @@ def test_later_pages_of_sessions_do_not_repeat_the_hits(viewer, world):
     assert page.status_code == 200 and b'id="message-hits"' not in page.content
 
 
-def test_the_key_settings_name_the_sessions(viewer, agents):
+@pytest.mark.parametrize(
+    ("scope", "stored", "shown"),
+    [
+        ("per-sender", "agent:main:main", "agent:main:main"),
+        ("global", "global", "main"),  # the global session reads as `main` (display_key)
+    ],
+)
+def test_the_key_settings_name_the_sessions(viewer, agents, scope, stored, shown):
     """A hit names its session as the rows do (display form), and the link opens it."""
-    config = GatewayConfig.load()
-    assert config.key_settings.default_agent_id == "main"
-    add_messages(make_session("main"), user("a kumquat on main"))
+    set_config(session_scope=scope)
+    session = make_session("main")
+    assert session.key == stored
+    add_messages(session, user("a kumquat on main"))
     (hit,) = hits_on(viewer.get("/?q=kumquat"))
+    rows = ROW.findall(viewer.get("/").content.decode())
+    assert rows == [(shown, shown)]  # the list page's one row: its data-key and its key line
+    assert hit["sessionKey"] == shown
+    assert hit["url"] == f"/sessions/{shown}/?at=1#seq-1"
     assert viewer.get(hit["url"]).status_code == 200
