@@ -134,10 +134,7 @@ def _take(credential: str) -> Ticket | str:
 def refusal_text(count: str) -> str:
     """Why the door refuses when `count` is full."""
     if count == CREDENTIAL:
-        return (
-            "too many concurrent requests: at most "
-            f"{ratelimit.concurrency_limit()} in flight for this API key"
-        )
+        return ratelimit.concurrency_text()
     return (
         f"too many requests with API keys not checked yet: at most {unchecked_limit()} are "
         "checked at once on this server process; retry shortly"

@@ -85,7 +85,7 @@ def _acquire(slot: Any, table: dict | None = None) -> bool:
     """Take one of OPENCLAW_API_CONCURRENCY_LIMIT places for `slot` (an API key's id, or a
     credential's digest in `_by_credential`); False when they are all taken."""
     table = _in_flight if table is None else table
-    limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
+    limit = concurrency_limit()
     with _lock:
         current = table.get(slot, 0)
         if limit > 0 and current >= limit:
@@ -108,12 +108,7 @@ def _release(slot: Any, table: dict | None = None) -> None:
 async def _place(slot: Any, table: dict) -> AsyncIterator[HttpResponse | None]:
     """A 429 when `slot` has no place left, else None with a place held until the block ends."""
     if not _acquire(slot, table):
-        limit = _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
-        yield too_many(
-            RateLimited(
-                f"too many concurrent requests: at most {limit} in flight for this API key", 1
-            )
-        )
+        yield too_many(RateLimited(concurrency_text(), 1))
         return
     try:
         yield None
@@ -122,9 +117,8 @@ async def _place(slot: Any, table: dict) -> AsyncIterator[HttpResponse | None]:
 
 
 def too_many(exc: RateLimited) -> HttpResponse:
-    body = {"ok": False, "error": {"type": exc.error_type, "message": exc.message}}
     return HttpResponse(
-        dumps_bytes(body),
+        too_many_body(exc.message),
         status=429,
         content_type="application/json",
         headers={"Retry-After": str(exc.retry_after)},
@@ -140,6 +134,11 @@ def concurrency_limit() -> int:
     return _setting("OPENCLAW_API_CONCURRENCY_LIMIT", DEFAULT_CONCURRENCY_LIMIT)
 
 
+def concurrency_text() -> str:
+    """Why a request is refused when its key (or credential) has no place left."""
+    return f"too many concurrent requests: at most {concurrency_limit()} in flight for this API key"
+
+
 def take_credential(digest: str) -> bool:
     """One of the credential's OPENCLAW_API_CONCURRENCY_LIMIT places (the ASGI door,
     sessions_app/api/door.py), or False when they are all taken."""
@@ -151,7 +150,7 @@ def release_credential(digest: str) -> None:
 
 
 def too_many_body(message: str) -> bytes:
-    """The envelope of a 429 the door writes itself, before Django."""
+    """The envelope of a 429 (too_many's, and the one the door writes itself, before Django)."""
     return dumps_bytes({"ok": False, "error": {"type": RateLimited.error_type, "message": message}})
 
 
