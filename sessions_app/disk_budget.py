@@ -95,41 +95,33 @@ def _cold_bytes(rows: Iterable[tuple[Any, str]]) -> dict[Any, int]:
 
 def usage_by_agent(agent_ids: Iterable[str]) -> dict[str, int]:
     """Each agent's transcripts: rows in the database and cold files."""
-    agents = sorted(set(agent_ids))
-    usage = dict.fromkeys(agents, 0)
-    rows = (
-        Message.objects.filter(session__agent_id__in=agents)
-        .values("session__agent_id")
-        .annotate(size=_message_bytes())
-        .values_list("session__agent_id", "size")
-        .order_by()
-    )
-    for agent_id, size in rows:
-        usage[agent_id] += int(size)
-    cold = Session.objects.filter(agent_id__in=agents).exclude(cold_file="")
-    for agent_id, size in _cold_bytes(cold.values_list("agent_id", "cold_file")).items():
-        usage[agent_id] += size
-    return usage
+    return _stored_bytes(sorted(set(agent_ids)), message_key="session__agent_id", key="agent_id")
 
 
 def session_bytes(pks: Iterable[int]) -> dict[int, int]:
     """What deleting each of these sessions frees: its messages' rows and its cold file."""
-    pks = list(pks)
-    sizes = dict.fromkeys(pks, 0)
-    for start in range(0, len(pks), IN_CHUNK):
-        chunk = pks[start : start + IN_CHUNK]
+    return _stored_bytes(list(pks), message_key="session_id", key="pk")
+
+
+def _stored_bytes(keys: list, *, message_key: str, key: str) -> dict:
+    """The bytes of the transcripts of the sessions whose `key` (a Session field) is one of
+    `keys`, per key: their messages' rows (grouped by `message_key`, the same field seen from
+    Message) plus their cold files."""
+    sizes = dict.fromkeys(keys, 0)
+    for start in range(0, len(keys), IN_CHUNK):
+        chunk = keys[start : start + IN_CHUNK]
         rows = (
-            Message.objects.filter(session_id__in=chunk)
-            .values("session_id")
+            Message.objects.filter(**{f"{message_key}__in": chunk})
+            .values(message_key)
             .annotate(size=_message_bytes())
-            .values_list("session_id", "size")
+            .values_list(message_key, "size")
             .order_by()
         )
-        for pk, size in rows:
-            sizes[pk] += int(size)
-        cold = Session.objects.filter(pk__in=chunk).exclude(cold_file="")
-        for pk, size in _cold_bytes(cold.values_list("pk", "cold_file")).items():
-            sizes[pk] += size
+        for owner, size in rows:
+            sizes[owner] += int(size)
+        cold = Session.objects.filter(**{f"{key}__in": chunk}).exclude(cold_file="")
+        for owner, size in _cold_bytes(cold.values_list(key, "cold_file")).items():
+            sizes[owner] += size
     return sizes
 
 
