@@ -23,7 +23,7 @@ from ..rows import page_rows, session_row
 from ..tools.sessions_search import MAX_LIMIT as MESSAGE_HITS
 from ..tools.sessions_search import find_messages
 from . import search
-from .forms import SUBAGENT_KIND, Cursor
+from .forms import SUBAGENT_KIND, Cursor, ListFilterForm
 
 LIST_PAGE = 50
 MESSAGE_PAGE = 50
@@ -74,8 +74,11 @@ def filtered_sessions(filters: dict, *, settings: keys.KeySettings):
     return qs
 
 
-# The filters that narrow the sessions (all but the search text and the archived choice).
-_NARROWING = ("kind", "channel", "agent", "active", "errors")
+# The filters that narrow the sessions: every list filter but the search text, the archived
+# choice and the page cursor (from the form, so a new filter cannot be left out).
+_NARROWING = tuple(
+    name for name in ListFilterForm.base_fields if name not in ("q", "archived", "after")
+)
 
 
 def message_hits(filters: dict, *, settings: keys.KeySettings) -> dict | None:
