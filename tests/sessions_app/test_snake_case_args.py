@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from openclaw_common.errors import InvalidArgument
 from sessions_app.api.async_views import SEND_BODY
 from sessions_app.mcp.server import MCP_TOOLS
 from sessions_app.runs import tool_specs
@@ -15,6 +16,16 @@ from sessions_app.tools.declaration import Boolean, _snake, _types
 from tests.conftest import add_messages, assistant, make_session, set_config, user
 
 NAMES = list(TOOLS.names)
+# The tools with a camelCase boolean parameter (a boolean without one has no snake_case twin to
+# refuse); every tool but agents_list has a parameter 9.6 also reads as snake_case.
+WITH_CAMEL_BOOLEANS = {
+    "sessions_list",
+    "sessions_history",
+    "sessions_search",
+    "sessions_spawn",
+    "sessions",
+}
+WITHOUT_SNAKE_PARAMS = {"agents_list"}
 
 
 def snake_params(declaration):
@@ -43,7 +54,9 @@ def sample(param):
 @pytest.mark.parametrize("name", NAMES)
 def test_each_snake_case_spelling_reads_as_its_parameter(name):
     declaration = TOOLS.get(name).declaration
-    for param, snake in snake_params(declaration):
+    params = snake_params(declaration)
+    assert bool(params) == (name not in WITHOUT_SNAKE_PARAMS), params
+    for param, snake in params:
         value = sample(param)
         required = {p.name: sample(p) for p in declaration.params if p.required and p is not param}
         by_snake = declaration.read({**required, snake: value})
@@ -55,12 +68,15 @@ def test_each_snake_case_spelling_reads_as_its_parameter(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_booleans_have_no_snake_case_spelling(name):
     declaration = TOOLS.get(name).declaration
-    for param in declaration.params:
-        if isinstance(param, Boolean) and _snake(param.name) != param.name:
-            with pytest.raises(
-                Exception, match=f"Unknown argument for {name}: {_snake(param.name)}"
-            ):
-                declaration.read({_snake(param.name): True})
+    booleans = [
+        p for p in declaration.params if isinstance(p, Boolean) and _snake(p.name) != p.name
+    ]
+    assert bool(booleans) == (name in WITH_CAMEL_BOOLEANS), [p.name for p in booleans]
+    for param in booleans:
+        with pytest.raises(
+            InvalidArgument, match=f"^Unknown argument for {name}: {_snake(param.name)}$"
+        ):
+            declaration.read({_snake(param.name): True})
 
 
 def test_the_camel_case_spelling_wins_when_both_are_sent():
@@ -77,7 +93,9 @@ def test_names_neither_spelling_knows_are_still_refused():
         ({"Changes_Since": 0}, "Changes_Since"),
         ({"changes_since": 0, "nope": 1}, "nope"),
     ]:
-        with pytest.raises(Exception, match=f"Unknown argument for session_status: {named}$"):
+        with pytest.raises(
+            InvalidArgument, match=f"^Unknown argument for session_status: {named}$"
+        ):
             declaration.read(raw)
 
 
