@@ -336,22 +336,24 @@ def update_config(*, api_key: ApiKey | None, changes: Any) -> GatewayConfig:
         require_scope(api_key, ApiKey.OPERATOR)
     if not isinstance(changes, dict) or not changes:
         raise InvalidArgument("body must be a non-empty JSON object of settings")
-    changes = _one_harness_paths(changes)
-    unknown = sorted(p for p in changes if p not in BY_PATH and p not in STORED_ELSEWHERE)
-    if unknown:
-        raise InvalidArgument(f"Unknown setting: {', '.join(unknown)}")
-    cleaned = {
-        BY_PATH[p].field: BY_PATH[p].default if v is None else clean_value(BY_PATH[p], v)
-        for p, v in changes.items()
-        if p in BY_PATH
-    }
-    elsewhere = [
-        (STORED_ELSEWHERE[p][2], STORED_ELSEWHERE[p][1](v))
-        for p, v in changes.items()
-        if p in STORED_ELSEWHERE
-    ]
     with transaction.atomic():
+        # The row is locked before anything is read from it: two `acp.agents.<id>` writes at
+        # once each merge onto what the other wrote.
         config = GatewayConfig.objects.select_for_update().get(pk=GatewayConfig.load().pk)
+        changes = _one_harness_paths(changes, config.acp_agents)
+        unknown = sorted(p for p in changes if p not in BY_PATH and p not in STORED_ELSEWHERE)
+        if unknown:
+            raise InvalidArgument(f"Unknown setting: {', '.join(unknown)}")
+        cleaned = {
+            BY_PATH[p].field: BY_PATH[p].default if v is None else clean_value(BY_PATH[p], v)
+            for p, v in changes.items()
+            if p in BY_PATH
+        }
+        elsewhere = [
+            (STORED_ELSEWHERE[p][2], STORED_ELSEWHERE[p][1](v))
+            for p, v in changes.items()
+            if p in STORED_ELSEWHERE
+        ]
         before = config.key_settings
         for field, value in cleaned.items():
             setattr(config, field, value)
@@ -366,9 +368,10 @@ def update_config(*, api_key: ApiKey | None, changes: Any) -> GatewayConfig:
 HARNESS_PATH = "acp.agents."
 
 
-def _one_harness_paths(changes: dict) -> dict:
-    """`acp.agents.<id>` sets (or, with null, removes) one harness and keeps the others, as
-    OpenClaw's `config set acp.agents.<id>` does; `acp.agents` itself replaces the whole set."""
+def _one_harness_paths(changes: dict, current: dict | None) -> dict:
+    """`acp.agents.<id>` sets (or, with null, removes) one harness and keeps the others of
+    `current` (the locked row's), as OpenClaw's `config set acp.agents.<id>` does;
+    `acp.agents` itself replaces the whole set."""
     one = {p[len(HARNESS_PATH) :]: v for p, v in changes.items() if p.startswith(HARNESS_PATH)}
     if not one:
         return changes
@@ -376,7 +379,7 @@ def _one_harness_paths(changes: dict) -> dict:
         raise InvalidArgument("acp.agents and acp.agents.<id> cannot be combined")
     if not all(one):
         raise InvalidArgument("acp.agents.<id> needs a harness id")
-    agents = dict(GatewayConfig.load().acp_agents or {})
+    agents = dict(current or {})
     for harness, definition in one.items():
         if definition is None:
             agents.pop(harness, None)
