@@ -41,7 +41,7 @@ async def http_app(scope, receive, send):
     # not yet seen to authenticate here, a place among the unchecked (sessions_app/api/door.py).
     ticket = await door.admit(_header(scope, b"authorization"))
     if not isinstance(ticket, door.Ticket):
-        await _send_429(send, ticket)
+        await door.send_429(send, ticket)
         return
 
     async def send_through(message):
@@ -60,17 +60,6 @@ def _header(scope, name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
-
-
-async def _send_429(send, body: bytes) -> None:
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"retry-after", b"1"),
-        (b"x-content-type-options", b"nosniff"),
-    ]
-    await send({"type": "http.response.start", "status": 429, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 # HTTP is Django; /ws/ is the live-updates WebSocket (docs/live.md). It reads the browser's

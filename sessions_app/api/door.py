@@ -146,6 +146,21 @@ def refusal(count: str) -> bytes:
     return ratelimit.too_many_body(refusal_text(count))
 
 
+async def send_429(send, body: bytes, *, websocket: bool = False) -> None:
+    """Write a 429 (`body`, Retry-After: 1) straight to ASGI `send`, before Django: the door's
+    answer to an HTTP request, or with `websocket` the refusal of an upgrade (the ASGI
+    WebSocket denial-response extension)."""
+    kind = "websocket.http.response" if websocket else "http.response"
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", b"1"),
+        (b"x-content-type-options", b"nosniff"),
+    ]
+    await send({"type": f"{kind}.start", "status": 429, "headers": headers})
+    await send({"type": f"{kind}.body", "body": body})
+
+
 def queue_seconds() -> float:
     return float(getattr(settings, "OPENCLAW_API_QUEUE_SECONDS", DEFAULT_QUEUE_SECONDS))
 
@@ -257,4 +272,5 @@ __all__ = [
     "forget",
     "is_stream",
     "passage",
+    "send_429",
 ]

@@ -227,12 +227,7 @@ class Connection:
 
     async def send_429(self, message: str) -> None:
         """Refuse the upgrade with the API's 429 (the ASGI denial-response extension)."""
-        body = ratelimit.too_many_body(message)
-        headers = [(b"content-type", b"application/json"), (b"retry-after", b"1")]
-        await self.send(
-            {"type": "websocket.http.response.start", "status": 429, "headers": headers}
-        )
-        await self.send({"type": "websocket.http.response.body", "body": body})
+        await door.send_429(self.send, ratelimit.too_many_body(message), websocket=True)
 
     async def authenticate_key(self, authorization: str, session_key: str | None) -> None:
         # The API's door (api/door.py) around the key lookup, for the upgrade's header and a
