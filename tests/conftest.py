@@ -151,6 +151,8 @@ def home(agents):
     make_agent("main", subagents={"allowAgents": ["research"]})
     make_agent(
         "research",
+        # agents_list is not a sub-agent's by default; "tools only" calls it.
+        tools={"allow": ["agents_list", "sessions_yield"]},
         backend={
             "type": "scripted",
             "rules": [

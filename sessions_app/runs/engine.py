@@ -378,7 +378,7 @@ def _turn_input(run: Run) -> TurnInput:
     """What the model is given: reads only, but one of them consumes the notifications, in one
     statement (so trying again after a lost connection neither loses nor repeats them)."""
     from ..send_modes import take_notifications
-    from .tool_specs import tools_for
+    from .tool_specs import specs_of
 
     session = run.session
     agent: Agent = session.agent
@@ -393,15 +393,24 @@ def _turn_input(run: Run) -> TurnInput:
         backend=agent.backend or {"type": "scripted"},
         messages=recent_messages(session, up_to=run.input_seq),
         extra_system_prompt=extra_system_prompt,
-        tools=tools_for(
-            agent.tools_allow,
-            agent.tools_deny,
-            is_subagent=session.spawn_depth > 0,
-            orchestrator=is_orchestrator(session),
-            subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
-            owner_turn=owner_turn(run),
-            session_overrides=session_tool_overrides(session),
-        ),
+        tools=specs_of(offered_tools(run, owner=owner_turn(run))),
+    )
+
+
+def offered_tools(run: Run, *, owner: bool) -> list[str]:
+    """The tools the run's agent is offered on this turn (runs/tool_specs.offered_names)."""
+    from .tool_specs import offered_names
+
+    session = run.session
+    agent: Agent = session.agent
+    return offered_names(
+        agent.tools_allow,
+        agent.tools_deny,
+        is_subagent=session.spawn_depth > 0,
+        orchestrator=is_orchestrator(session),
+        subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
+        owner_turn=owner,
+        session_overrides=session_tool_overrides(session),
     )
 
 
@@ -462,21 +471,11 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
     """A tool call made by the run's agent, as its own session, extending the run's chain.
     Refusals and bad arguments come back to the model as {status, error} results."""
     from ..tools import TOOLS
-    from .tool_specs import narrow, subagent_may_call
 
     requester = requester_for_session(run.session, owner_turn=owner_turn(run))
-    if run.session.spawn_depth and not subagent_may_call(requester.config.subagent_tools, name):
-        # A script, or a model naming a tool it was not offered, is held to the same setting.
-        return {
-            "status": "forbidden",
-            "error": f"{name} is not allowed for sub-agents (tools.subagents.tools)",
-        }
-    overrides = session_tool_overrides(run.session)
-    if overrides and not narrow(overrides, [name]):
-        return {
-            "status": "forbidden",
-            "error": f"{name} is not allowed in this session (toolOverrides)",
-        }
+    refused = not_offered(run, name)
+    if refused:
+        return {"status": "forbidden", "error": refused}
     token = current_run.set(run)
     try:
         details = TOOLS.call(name, requester=requester, args=arguments)
@@ -495,6 +494,27 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
         return {"status": "error", "error": outage.TOOL_ERROR}
     finally:
         current_run.reset(token)
+
+
+def not_offered(run: Run, name: str) -> str | None:
+    """Why the run may not call `name`, a tool it was not offered (a script, or a model naming
+    what it was not given, calls what it likes): the setting that left it out. None when it
+    was offered, or is not a tool at all (the registry answers "Tool not available"). The
+    owner-gated tools answer for themselves, with their own refusal (tools/sessions_tool.py)."""
+    from ..tools import TOOLS
+    from .tool_specs import agent_lists_allow, narrow
+
+    if name not in TOOLS or name in offered_tools(run, owner=True):
+        return None
+    session = run.session
+    if session.spawn_depth and not narrow(GatewayConfig.load().subagent_tools, [name]):
+        return f"{name} is not allowed for sub-agents (tools.subagents.tools)"
+    overrides = session_tool_overrides(session)
+    if overrides and not narrow(overrides, [name]):
+        return f"{name} is not allowed in this session (toolOverrides)"
+    if not agent_lists_allow(session.agent.tools_allow, session.agent.tools_deny, name):
+        return f"{name} is not allowed for agent {session.agent_id} (tools.allow/tools.deny)"
+    return f"{name} is not offered to a sub-agent at depth {session.spawn_depth}"
 
 
 # --- finishing --------------------------------------------------------------------------------

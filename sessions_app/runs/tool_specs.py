@@ -73,7 +73,36 @@ def tools_for(
     owner_turn: bool = False,
     session_overrides: Mapping[str, Any] | None = None,
 ) -> list[ToolSpec]:
-    """The tools a run of this agent is offered, in ALL_TOOLS order (fresh copies).
+    """The tools a run of this agent is offered (offered_names), as fresh schema copies."""
+    names = offered_names(
+        agent_tools_allow,
+        agent_tools_deny,
+        is_subagent=is_subagent,
+        orchestrator=orchestrator,
+        subagent_tools=subagent_tools,
+        owner_turn=owner_turn,
+        session_overrides=session_overrides,
+    )
+    return specs_of(names)
+
+
+def specs_of(names: Iterable[str]) -> list[ToolSpec]:
+    """The schemas of these tools, as fresh copies (a backend may change what it is given)."""
+    return [_fresh(TOOL_SPECS[n]) for n in names]
+
+
+def offered_names(
+    agent_tools_allow: Iterable[str] | None,
+    agent_tools_deny: Iterable[str] | None,
+    *,
+    is_subagent: bool,
+    orchestrator: bool = False,
+    subagent_tools: Mapping[str, Any] | None = None,
+    owner_turn: bool = False,
+    session_overrides: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """The names of the tools a run of this agent is offered, in ALL_TOOLS order. The same
+    answer decides which tool calls of the run may run (engine.call_tool).
 
     With an empty allow list an agent gets every tool; a sub-agent none of the session tools
     but sessions_yield, or, as an orchestrator (below maxSpawnDepth), 9.6's orchestrator tools.
@@ -102,7 +131,18 @@ def tools_for(
         names = narrow(subagent_tools, names)
     if session_overrides:
         names = narrow(session_overrides, names)
-    return [_fresh(TOOL_SPECS[n]) for n in names]
+    return names
+
+
+def agent_lists_allow(
+    agent_tools_allow: Iterable[str] | None, agent_tools_deny: Iterable[str] | None, name: str
+) -> bool:
+    """Whether an agent's own tools.allow / tools.deny leave `name` in (before the sub-agent
+    default and the narrowings): which setting to name when a call is refused."""
+    allow, deny = _names(agent_tools_allow), _names(agent_tools_deny)
+    if "*" in deny or name in deny:
+        return False
+    return not allow or "*" in allow or name in allow
 
 
 def narrow(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
@@ -117,12 +157,6 @@ def narrow(policy: Mapping[str, Any] | None, names: Iterable[str]) -> list[str]:
     if allow and "*" not in allow:
         kept = [n for n in kept if n in allow]
     return kept
-
-
-def subagent_may_call(policy: Mapping[str, Any] | None, name: str) -> bool:
-    """Whether tools.subagents.tools lets a sub-agent's tool call of `name` run at all (a model
-    or a script may call a tool it was not offered)."""
-    return bool(narrow(policy, [name]))
 
 
 def clean_tool_policy(path: str, value: Any) -> dict[str, list[str]]:

@@ -135,6 +135,9 @@ def test_a_completion_turn_may_spawn_the_same_agent_again(home):
 
 def test_a_child_still_may_not_message_back_up_its_path(home):
     main = home(visibility="all", a2a_enabled=True)
+    # Sub-agents are not offered sessions_send; an operator may give it to them on purpose.
+    make_agent("research", backend={"type": "scripted", "rules": CHILD_RULES},
+               tools={"allow": ["*"]})  # fmt: skip
     ingest(main, "home")
     drain()
     child_run = Run.objects.get(kind="spawn")
