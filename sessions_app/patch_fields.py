@@ -25,12 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument
 
 from . import store
 from .identity import Requester
 from .jsontext import byte_size
 from .models import Session, now_ms
+from .rows import row_of
 
 DEFAULT_STATUS_TTL_MINUTES = 30  # 9.6: ttlMinutes 1–120, default 30
 
@@ -222,6 +224,13 @@ def status_note_active(note: str, extra: dict[str, Any], at_ms: int) -> bool:
         return True  # set before the time was recorded: kept, as it was
     ttl = extra.get("statusTtlMinutes") or DEFAULT_STATUS_TTL_MINUTES
     return at_ms < set_at + ttl * 60_000
+
+
+def entry_of(session: Session, settings: keys.KeySettings) -> dict[str, Any]:
+    """One session as a client that patched it reads it back (the sessions.patch RPC's
+    `entry`, REST `GET /api/v1/sessions/{key}/`): its sessions_list row and the preferences it
+    keeps."""
+    return {**row_of(session, settings=settings), **entry_fields(session)}
 
 
 def entry_fields(session: Session) -> dict[str, Any]:

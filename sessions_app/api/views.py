@@ -104,6 +104,9 @@ class SessionDetailView(APIView):
         **operation(
             "sessions_retrieve",
             "Read one session's row",
+            description="The sessions_list row, with the preferences a PATCH stored (icon, "
+            "color, an active statusNote and its attention, toolOverrides, unread, …), as the "
+            "sessions.patch RPC's `entry`.",
             parameters=[SESSION_KEY_PATH, REQUESTER_HEADER],
             response=ref("SessionRow"),
             errors=(404,),
@@ -114,7 +117,9 @@ class SessionDetailView(APIView):
         no_query_args(request)
         requester = requester_of(request)
         session = resolve_session(requester, key, action="list")
-        return Response(_row(session, requester.key_settings))
+        # With the preferences a PATCH stored (icon, statusNote, toolOverrides, …): what was
+        # written reads back here, as in the sessions.patch RPC's `entry`.
+        return Response(patch_fields.entry_of(session, requester.key_settings))
 
     @extend_schema(
         **operation(

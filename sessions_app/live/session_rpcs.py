@@ -16,7 +16,6 @@ from openclaw_common.errors import AccessDenied, InvalidArgument
 from .. import patch_fields, session_admin
 from ..identity import Requester
 from ..models import Session
-from ..rows import row_of
 
 # Nobody is "current" over the gateway: archiving always names the expected sessionId.
 RPC_CALLER = session_admin.Caller(current_key="")
@@ -57,10 +56,7 @@ def expected(params: dict) -> str | None:
 
 def entry(session: Session, requester: Requester) -> dict:
     """The session's row, with the sessions.patch preferences it keeps (patch_fields)."""
-    return {
-        **row_of(session, settings=requester.key_settings),
-        **patch_fields.entry_fields(session),
-    }
+    return patch_fields.entry_of(session, requester.key_settings)
 
 
 def patch_changes(requester: Requester, fields: dict) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from sessions_app.models import Message, Run, Session
-from tests.conftest import make_agent, make_session, user
+from tests.conftest import make_agent, make_session, set_config, user
 from tests.runs.helpers import drain
 
 DEV = "agent:main:discord:group:dev"
@@ -46,6 +46,18 @@ def test_rest_patch_takes_the_96_fields(operator, dev):
     assert {k: session.extra[k] for k in PREFERENCES} == PREFERENCES
     assert session.extra["unread"] is True and session.verbose_level == "on"
     assert "execHost" not in session.extra
+
+
+def test_what_a_patch_stored_reads_back_from_the_session(operator, dev):
+    """GET /api/v1/sessions/{key}/ answers the row with the stored preferences, as the
+    sessions.patch RPC's `entry` does (it answered the bare row: a PATCH did not read back)."""
+    set_config(visibility="all")  # reading a row is sessions_list's: the key's visibility
+    patch = {**PREFERENCES, "icon": "kanban", "statusNote": "deploying", "attention": "monitor"}
+    response = operator.patch(URL, patch)
+    assert response.status_code == 200, response.content
+    body = operator.get(URL).json()
+    assert {k: body.get(k) for k in patch} == patch
+    assert body["key"] == DEV and body["label"] == "dev"  # the row is all there
 
 
 @pytest.mark.parametrize(
