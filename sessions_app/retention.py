@@ -413,12 +413,14 @@ def sweep(
     now: datetime | None = None,
     progress: Progress | None = None,
     deadline: float | None = None,
+    planned: Plan | None = None,
 ) -> dict[str, Any]:
     """Apply `policy` (the saved one by default): the report `sessions cleanup --json` prints.
-    `warn` mode and `dry_run` change nothing but cold storage (which runs in warn mode)."""
+    `warn` mode and `dry_run` change nothing but cold storage (which runs in warn mode).
+    `planned`: the plan a caller already made (and showed) for `policy` at `now`."""
     policy = policy or load_policy()
     now = now or timezone.now()
-    result = plan(policy, now=now)
+    result = planned or plan(policy, now=now)
     report: dict[str, Any] = {
         "mode": policy.mode,
         "dryRun": dry_run,

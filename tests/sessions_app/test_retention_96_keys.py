@@ -273,3 +273,8 @@ def test_sessions_cleanup_dry_run_names_the_actions(agents):
     report = json.loads(out.getvalue())
     assert report["keepRecent"] == 1 and report["deleteDisk"] == 1 and "main" in report["disk"]
     assert Session.objects.filter(pk=reset.pk).exists()
+    # Enforced, it lists what it deleted: the plan's rows are read before the sweep.
+    out = StringIO()
+    call_command("sessions", "cleanup", "--enforce", stdout=out, stderr=StringIO())
+    assert f"delete-disk  {reset.key}" in out.getvalue() and "1 deleted" in out.getvalue()
+    assert not Session.objects.filter(pk=reset.pk).exists()

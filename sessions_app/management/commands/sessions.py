@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
@@ -188,11 +189,29 @@ class Command(BaseCommand):
         if enforce and policy.mode == "warn":
             # --enforce is the operator's explicit say-so for this one pass.
             policy = retention.Policy(**{**policy.__dict__, "mode": "enforce"})
-        plan = retention.plan(policy)
-        report = retention.sweep(policy, dry_run=not enforce, progress=self.progress)
+        # One plan, shown and applied: its rows are read before the sweep deletes any of them.
+        now = timezone.now()
+        plan = retention.plan(policy, now=now)
+        lines = [] if json else self.plan_lines(plan)
+        report = retention.sweep(
+            policy, dry_run=not enforce, progress=self.progress, now=now, planned=plan
+        )
         if json:
             self.stdout.write(_dumps(report))
             return
+        for line in lines:
+            self.stdout.write(line)
+        what = "would be" if not enforce else "were"
+        self.stdout.write(
+            f"{report['archiveAge'] + report['archiveCap']} sessions {what} archived, "
+            f"{report['deleteArchived'] + report['deleteDisk']} deleted, "
+            f"{report['keepRecent']} kept by preserveRecent, {report['cold']} transcripts moved cold "
+            f"(mode {report['mode']}{', dry run: nothing changed' if not enforce else ''})"
+        )
+
+    @staticmethod
+    def plan_lines(plan: retention.Plan) -> list[str]:
+        lines = []
         for action, pks in (
             ("archive-age", plan.archive_age),
             ("archive-dashboard", plan.archive_dashboard),
@@ -203,16 +222,10 @@ class Command(BaseCommand):
             ("cold", plan.cold),
         ):
             for row in retention.preview_rows(pks, limit=DEFAULT_LIMIT):
-                self.stdout.write(f"{action}  {row['key']}  {_ago(row['updated_at'])}")
+                lines.append(f"{action}  {row['key']}  {_ago(row['updated_at'])}")
             if len(pks) > DEFAULT_LIMIT:
-                self.stdout.write(f"{action}  … {len(pks) - DEFAULT_LIMIT} more")
-        what = "would be" if not enforce else "were"
-        self.stdout.write(
-            f"{report['archiveAge'] + report['archiveCap']} sessions {what} archived, "
-            f"{report['deleteArchived'] + report['deleteDisk']} deleted, "
-            f"{report['keepRecent']} kept by preserveRecent, {report['cold']} transcripts moved cold "
-            f"(mode {report['mode']}{', dry run: nothing changed' if not enforce else ''})"
-        )
+                lines.append(f"{action}  … {len(pks) - DEFAULT_LIMIT} more")
+        return lines
 
 
 def _limit(raw: str) -> int | None:
