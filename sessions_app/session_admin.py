@@ -10,7 +10,7 @@ RPCs (live/session_rpcs.py), `manage.py sessions` and retention (retention.py):
 - `reset(session, …)`: a new sessionId; the old transcript moves to an archived row, browsable.
 - `delete(session, …)`: only an archived session unless asked; `archive_then_delete()` is the
   tool's order; `check_archivable()` / `check_deletable()` say what each refuses (dry runs).
-- `group_list()`, `group_set(names)`, `group_rename(name, to)`, `group_delete(name)`.
+- `group_list()`; `group_set`, `group_rename`, `group_delete` (the owner's: check_catalog_owner).
 
 Every refusal is a domain error with 9.6's text (InvalidArgument 400, Forbidden 403).
 """
@@ -31,9 +31,9 @@ from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, SessionChanged
 
 from . import patch_fields, store
-from .identity import Requester
+from .identity import VIEWER, Requester
 from .jsontext import byte_size
-from .models import Message, Run, Session, SessionGroup, new_session_id, now_ms
+from .models import ApiKey, Message, Run, Session, SessionGroup, new_session_id, now_ms
 from .resolve import find_session, forbidden_text, not_found_text
 
 NAMED_ICONS = ("braces", "book", "monitor", "bot", "kanban", "coins")
@@ -65,12 +65,22 @@ NOT_OWNER_TEXT = (
     "(an operator key, or a message its gateway marked senderIsOwner)."
 )
 SUBAGENT_TEXT = "The sessions tool is not available to sub-agents."
+# A signed-in team member (the browser's /ws/) reads and follows; changing a session is an API
+# key's, as the browser's own changes need the admin's change permission (ui/access.py).
+READ_ONLY_TEXT = "This account reads sessions; changing them needs an API key"
+# The group catalog is the gateway's sidebar, and a rename or delete repoints every session in
+# the group, visible to the caller or not: the owner's (an operator key, or the owner's turn).
+CATALOG_TEXT = "{action} changes the gateway's group catalog: it needs an operator key"
+SEND_POLICY_TEXT = "sendPolicy can be patched with an operator or ingest key only"
 
 
 def check_owner(requester: Requester) -> None:
     """9.6 §2.3 "owner-gated": a model run may use the tool only on a turn whose input came
     from the owner, never as a sub-agent (Forbidden: the model sees a forbidden result). API
-    principals (owner_turn None) are decided by their key: find_managed."""
+    principals (owner_turn None) are decided by their key: find_managed. A read-only principal
+    (a team member's browser connection) changes nothing."""
+    if requester.scope == VIEWER:
+        raise AccessDenied(READ_ONLY_TEXT)
     if requester.owner_turn is not False:
         return
     depth = Session.objects.filter(key=requester.session_key).values_list("spawn_depth", flat=True)
@@ -127,10 +137,23 @@ def read_client_patch(requester: Requester, raw: dict[str, Any]) -> dict[str, An
     null clears pinned, attention and sendPolicy too (the tool's null is a type error), and the
     privileged fields need an operator key. Every client way in reads its patch here, so none
     can forget the privilege check."""
+    check_owner(requester)
     raw = {k: NULL_CLEARS[k] if v is None and k in NULL_CLEARS else v for k, v in raw.items()}
     changes = read_patch(raw)
     patch_fields.check_privileged(requester, changes)
+    check_send_policy_override(requester, changes)
     return changes
+
+
+def check_send_policy_override(requester: Requester, changes: dict[str, Any]) -> None:
+    """A session's sendPolicy overrides the operator's send policy (policies_app): set by the
+    owner (an operator key, or the owner's turn) or the gateway's bridge (an ingest key, as the
+    ingest PATCH), never by an agent key, which could otherwise lift a block on its own sends."""
+    if "sendPolicy" not in changes:
+        return
+    if requester.is_operator or requester.scope == ApiKey.INGEST or requester.owner_turn:
+        return
+    raise AccessDenied(SEND_POLICY_TEXT)
 
 
 def guards_of(params: dict[str, Any]) -> dict[str, Any]:
@@ -624,9 +647,19 @@ def ensure_group(name: str) -> None:
         SessionGroup.objects.get_or_create(name=name, defaults={"position": (last or 0) + 1})
 
 
-def group_set(names: Any) -> dict[str, Any]:
+def check_catalog_owner(requester: Requester, action: str) -> None:
+    """Who may change the group catalog (group_set, group_rename, group_delete): the owner,
+    an operator key or a model turn the owner started (check_owner), never a sandboxed one."""
+    check_owner(requester)
+    if requester.is_operator or (requester.owner_turn and not requester.sandboxed):
+        return
+    raise AccessDenied(CATALOG_TEXT.format(action=action))
+
+
+def group_set(requester: Requester, names: Any) -> dict[str, Any]:
     """Replace the ordered catalog: new names are created, omitted empty groups deleted; an
     omitted group that still has members is refused. Sessions never move."""
+    check_catalog_owner(requester, "group_set")
     if not isinstance(names, list) or not names:
         raise InvalidArgument("names required")
     wanted = [group_name(n, f"names[{i}]") for i, n in enumerate(names)]
@@ -652,8 +685,9 @@ def group_set(names: Any) -> dict[str, Any]:
     return {"ok": True, **group_list()}
 
 
-def group_rename(name: Any, to: Any) -> dict[str, Any]:
+def group_rename(requester: Requester, name: Any, to: Any) -> dict[str, Any]:
     """Rename a group and repoint its members (a rename onto an existing group merges)."""
+    check_catalog_owner(requester, "group_rename")
     old, new = group_name(name), group_name(to, "to")
     with transaction.atomic():
         group = SessionGroup.objects.select_for_update().filter(name=old).first()
@@ -670,8 +704,9 @@ def group_rename(name: Any, to: Any) -> dict[str, Any]:
     return {"ok": True, **group_list(), "updatedSessions": len(members)}
 
 
-def group_delete(name: Any) -> dict[str, Any]:
+def group_delete(requester: Requester, name: Any) -> dict[str, Any]:
     """Delete a group; its members become ungrouped."""
+    check_catalog_owner(requester, "group_delete")
     old = group_name(name)
     with transaction.atomic():
         deleted, _ = SessionGroup.objects.filter(name=old).delete()

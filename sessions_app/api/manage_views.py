@@ -173,10 +173,10 @@ class GroupsView(APIView):
         )
     )
     def put(self, request):
-        requester_of(request)
+        requester = requester_of(request)
         body = json_body(request)
         Args(body, frozenset({"names"}), tool="groups")
-        return Response(session_admin.group_set(body.get("names")))
+        return Response(session_admin.group_set(requester, body.get("names")))
 
 
 class GroupRenameView(APIView):
@@ -192,10 +192,10 @@ class GroupRenameView(APIView):
         )
     )
     def post(self, request):
-        requester_of(request)
+        requester = requester_of(request)
         body = json_body(request)
         Args(body, frozenset({"name", "to"}), tool="groups")
-        return Response(session_admin.group_rename(body.get("name"), body.get("to")))
+        return Response(session_admin.group_rename(requester, body.get("name"), body.get("to")))
 
 
 class GroupDetailView(APIView):
@@ -210,5 +210,4 @@ class GroupDetailView(APIView):
         )
     )
     def delete(self, request, name: str):
-        requester_of(request)
-        return Response(session_admin.group_delete(name))
+        return Response(session_admin.group_delete(requester_of(request), name))

@@ -16,7 +16,7 @@ from .. import cold_storage, visibility
 from ..identity import Requester
 from ..models import Session
 from ..resolve import find_session, forbidden_text, resolve_session
-from ..sanitize import redact, texts_of
+from ..sanitize import redact, redact_message, texts_of
 from ..transcript import read_page
 from .session_rpcs import closed
 
@@ -83,7 +83,9 @@ def sessions_preview(requester: Requester, params: dict) -> dict:
 
 
 def sessions_get(requester: Requester, params: dict) -> dict:
-    """{messages:[…]}: the session's last `limit` raw transcript messages, oldest first."""
+    """{messages:[…]}: the session's last `limit` transcript messages, oldest first: as stored
+    for an operator key (the owner, who may export raw), credential-like text masked for every
+    other caller, as sessions_history and the export mask it (sanitize.redact_message)."""
     closed(params, frozenset({"key", "sessionKey", "agentId", "limit"}))
     raw = params.get("key", params.get("sessionKey"))
     if not isinstance(raw, str) or not raw.strip() or len(raw) > keys.MAX_KEY_LENGTH:
@@ -91,7 +93,9 @@ def sessions_get(requester: Requester, params: dict) -> dict:
     limit = integer(params, "limit", default=GET_LIMIT, minimum=1, maximum=GET_MAX)
     session = cold_storage.ensure_hot(resolve_session(requester, raw, action="history"))
     page, _ = read_page(session, limit=limit, include_tools=True)
-    return {"messages": [message for message, _ in page]}
+    if requester.is_operator:
+        return {"messages": [message for message, _ in page]}
+    return {"messages": [redact_message(message)[0] for message, _ in page]}
 
 
 def sessions_resolve(requester: Requester, params: dict) -> dict:

@@ -191,17 +191,17 @@ def groups_list(requester: Requester, params: dict) -> dict:
 
 def groups_put(requester: Requester, params: dict) -> dict:
     closed(params, frozenset({"names", "sectionOrder"}))
-    return session_admin.group_set(params.get("names"))
+    return session_admin.group_set(requester, params.get("names"))
 
 
 def groups_rename(requester: Requester, params: dict) -> dict:
     closed(params, frozenset({"name", "to"}))
-    return session_admin.group_rename(params.get("name"), params.get("to"))
+    return session_admin.group_rename(requester, params.get("name"), params.get("to"))
 
 
 def groups_delete(requester: Requester, params: dict) -> dict:
     closed(params, frozenset({"name"}))
-    return session_admin.group_delete(params.get("name"))
+    return session_admin.group_delete(requester, params.get("name"))
 
 
 RPCS = {

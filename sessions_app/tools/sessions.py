@@ -153,6 +153,7 @@ def _caller(requester: Requester) -> session_admin.Caller:
 
 def _patch(requester: Requester, a: SimpleNamespace) -> dict:
     changes = session_admin.read_patch(a.raw)
+    session_admin.check_send_policy_override(requester, changes)
     caller = _caller(requester)
     if a.targets is not None:
         return session_admin.patch_targets(requester, a.targets, changes, caller=caller)
@@ -224,9 +225,9 @@ HANDLERS = {
     "delete": _delete,
     "assign_owner": _assign_owner,
     "group_list": lambda requester, a: session_admin.group_list(),
-    "group_set": lambda requester, a: session_admin.group_set(a.names),
-    "group_rename": lambda requester, a: session_admin.group_rename(a.name, a.to),
-    "group_delete": lambda requester, a: session_admin.group_delete(a.name),
+    "group_set": lambda requester, a: session_admin.group_set(requester, a.names),
+    "group_rename": lambda requester, a: session_admin.group_rename(requester, a.name, a.to),
+    "group_delete": lambda requester, a: session_admin.group_delete(requester, a.name),
 }
 
 

@@ -4,10 +4,12 @@ assignOwner and sessions.groups.*, with closed params and the same texts as the 
 from __future__ import annotations
 
 import pytest
+from django.test import Client as DjangoClient
 
 from sessions_app import cold_storage
-from sessions_app.models import Session
-from tests.conftest import add_messages, assistant, make_session, set_config, user
+from sessions_app.models import Session, SessionGroup
+from sessions_app.session_admin import READ_ONLY_TEXT
+from tests.conftest import add_messages, admin_groups, assistant, make_session, set_config, user
 from tests.live_updates.conftest import connected, db
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -364,6 +366,56 @@ async def test_hidden_sessions_are_forbidden(outsider):
     }
 
 
+async def test_a_team_members_connection_reads_and_changes_nothing(agents, django_user_model):
+    """The browser's /ws/ (a signed-in Viewer, identity.requester_for_user) lists, reads and
+    follows; every change is refused with one text, and nothing changes (a Viewer could patch,
+    archive, delete and regroup sessions over /ws/ before)."""
+
+    def viewer_cookie():
+        user = django_user_model.objects.create_user("viewer", password="pw-123456")
+        user.groups.add(admin_groups()["Viewers"])
+        browser = DjangoClient()
+        browser.force_login(user)
+        session = make_dev()
+        session.category = "Work"
+        session.save(update_fields=["category"])
+        SessionGroup.objects.create(name="Work", position=0)
+        return browser.cookies["sessionid"].value, session.session_id
+
+    cookie, session_id = await db(viewer_cookie)()
+    headers = [
+        (b"cookie", f"sessionid={cookie}".encode()),
+        (b"origin", b"http://testserver"),
+        (b"host", b"testserver"),
+    ]
+    changes = [
+        ("sessions.patch", {"key": DEV, "label": "x", "pinned": True}),
+        ("sessions.patch", {"key": DEV, "archived": True, "expectedSessionId": session_id}),
+        ("sessions.patchMany", {"targets": [{"key": DEV}], "patch": {"label": "x"}}),
+        ("sessions.reset", {"key": DEV}),
+        ("sessions.delete", {"key": DEV, "expectedSessionId": session_id}),
+        ("sessions.assignOwner", {"key": DEV, "owner": {"type": "human", "id": "ada"}}),
+        ("sessions.groups.put", {"names": ["Mine"]}),
+        ("sessions.groups.rename", {"name": "Work", "to": "Gone"}),
+        ("sessions.groups.delete", {"name": "Work"}),
+    ]
+    async with connected(headers=headers) as client:
+        reads = [
+            await client.request("sessions.list", {}),
+            await client.request("sessions.get", {"key": DEV}),
+            await client.request("sessions.groups.list", {}),
+        ]
+        refused = [await client.request(method, params) for method, params in changes]
+    assert all(r["ok"] for r in reads), reads
+    for (method, _), res in zip(changes, refused, strict=True):
+        assert res.get("error") == {"code": "forbidden", "message": READ_ONLY_TEXT}, (method, res)
+    session = await db(fetch)(DEV)
+    assert (session.label, session.category, session.pinned_at, session.archived_at) == (
+        "dev", "Work", None, None
+    )  # fmt: skip
+    assert session.session_id == session_id and session.extra.get("owner") is None
+
+
 # --- sessions.preview, sessions.get, sessions.resolve ----------------------------------------
 
 
@@ -408,6 +460,25 @@ async def test_get(operator):
     assert res["payload"]["messages"][0]["__openclaw"] == {"seq": 2}
     assert len(alias["payload"]["messages"]) == 2
     assert bad["error"]["message"] == "limit must be at least 1"
+
+
+async def test_get_masks_credentials_but_for_an_operator(operator, agent_main):
+    """sessions.get answers the stored messages to the owner (who may export raw); any other
+    caller gets credential-like text masked, as sessions_history and the export mask it."""
+    secret = "sk-live-1234567890abcdefghijklmnopqrstuvwxyz"
+
+    def prep():
+        set_config(visibility="agent")
+        add_messages(make_dev(), user(f"the key is {secret}"))
+
+    await db(prep)()
+    async with connected(agent_main.token) as client:
+        masked = (await client.request("sessions.get", {"key": DEV}))["payload"]["messages"]
+    async with connected(operator.token) as client:
+        stored = (await client.request("sessions.get", {"key": DEV}))["payload"]["messages"]
+    assert stored[-1]["content"] == f"the key is {secret}"
+    assert len(masked) == 3 and masked[:2] == stored[:2]  # only the secret's message differs
+    assert masked[-1]["content"].startswith("the key is ") and secret not in str(masked)
 
 
 async def test_resolve(operator):

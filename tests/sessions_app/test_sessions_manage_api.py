@@ -145,6 +145,46 @@ def test_delete_main_session_is_refused(operator, agents):
     assert message(response, 400) == "Cannot delete the main session (agent:main:main)."
 
 
+def test_the_group_catalog_is_the_owners(operator, agent_main, sandboxed_main, dev):
+    """A rename or delete repoints every session of the group, seen by the caller or not, and
+    the catalog is the gateway's sidebar: an operator key's (or the owner's turn), on every way
+    in. An agent key reads the catalog; a sandboxed one changes nothing (the audit's case: a
+    sandboxed key renamed a group holding a session it could not read)."""
+    operator.put("/api/v1/groups/", {"names": ["Work"]})
+    operator.patch(URL, {"group": "Work"})
+    for key in (agent_main, sandboxed_main):
+        assert key.get("/api/v1/groups/").status_code == 200
+        for action, response in (
+            ("group_set", key.put("/api/v1/groups/", {"names": ["Mine"]})),
+            ("group_rename", key.post("/api/v1/groups/rename/", {"name": "Work", "to": "Mine"})),
+            ("group_delete", key.delete("/api/v1/groups/Work/")),
+            (
+                "group_rename",
+                key.invoke("sessions", {"action": "group_rename", "name": "Work", "to": "Mine"}),
+            ),  # fmt: skip
+        ):
+            assert message(response, 403) == (
+                f"{action} changes the gateway's group catalog: it needs an operator key"
+            )
+    assert Session.objects.get(key=DEV).category == "Work"
+    assert operator.get("/api/v1/groups/").json()["groups"] == [{"name": "Work", "position": 0}]
+
+
+def test_an_agent_key_may_not_lift_a_send_policy_block(operator, agent_main, dev):
+    """A session's sendPolicy overrides the operator's send policy: the ingest PATCH refused it
+    to an agent key, but the tool's patch (and the REST body with a tool field) took it, so a
+    key blocked by policy could allow itself (audit, 28 Nov)."""
+    set_config(visibility="agent")  # main's key manages main's sessions
+    text = "sendPolicy can be patched with an operator or ingest key only"
+    tool = agent_main.invoke("sessions", {"action": "patch", "sessionKey": DEV,
+                                          "sendPolicy": "allow"})  # fmt: skip
+    assert message(tool, 403) == text
+    assert message(agent_main.patch(URL, {"sendPolicy": "allow", "pinned": False}), 403) == text
+    assert Session.objects.get(key=DEV).send_policy == ""
+    assert operator.patch(URL, {"sendPolicy": "allow", "pinned": False}).status_code == 200
+    assert Session.objects.get(key=DEV).send_policy == "allow"
+
+
 def test_groups_over_rest(operator, dev):
     assert operator.get("/api/v1/groups/").json() == {"groups": []}
     put = operator.put("/api/v1/groups/", {"names": ["Work", "Home"]})

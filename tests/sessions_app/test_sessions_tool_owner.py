@@ -31,6 +31,11 @@ RULES = [
         ],
         "reply": "{toolResult}",
     },
+    {
+        "match": "regroup",
+        "toolCalls": [{"name": "sessions", "arguments": {"action": "group_set", "names": ["Ops"]}}],
+        "reply": "{toolResult}",
+    },
     {"match": ".*", "reply": "{tools}"},
 ]
 
@@ -107,6 +112,13 @@ def test_an_owner_turn_manages_sessions(world, operator):
     assert run.status == Run.OK
     assert json.loads(last_reply(MAIN))["status"] == "updated"
     assert Session.objects.get(key=TARGET).label == "by the model"
+
+
+def test_the_owners_turn_may_change_the_group_catalog(world, operator, ingest):
+    """The catalog is the owner's: an operator key's, or a turn the owner started (an agent
+    key over the API may not: test_sessions_manage_api)."""
+    assert ingest_run(ingest, "regroup", senderIsOwner=True).status == Run.OK
+    assert json.loads(last_reply(MAIN))["groups"] == [{"name": "Ops", "position": 0}]
 
 
 def test_a_non_owner_turn_calling_it_anyway_is_refused(world, ingest):
