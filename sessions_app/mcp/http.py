@@ -7,6 +7,11 @@ picks the session as on REST). So a key revoked in the middle of an MCP session 
 next request. The key also becomes the SDK's `scope["user"]`, which binds a stateful MCP
 session to the key that opened it: another key presenting its session id gets 404.
 
+Every request counts against its key's request rate (api/ratelimit.py, as on every API way in)
+and its body is read whole under `DATA_UPLOAD_MAX_MEMORY_SIZE`, as the API's are, before the
+SDK sees it. Refusals (401, 413, 429, 503) are the API's responses: the same status, envelope
+and `Retry-After`, written straight to ASGI since `/mcp/` runs before Django.
+
 The SDK's session manager needs a running task group; it is started on the first request of
 each event loop (uvicorn has one per process) rather than in an ASGI lifespan, so the site's
 router and daphne need no lifespan support.
@@ -15,19 +20,23 @@ router and daphne need no lifespan support.
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse
 from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from openclaw_common.errors import ToolError, Unauthenticated
+from openclaw_common.errors import Unauthenticated
 
-from ..api import door
-from ..api.http import UNAVAILABLE, WWW_AUTHENTICATE, envelope, is_unavailable
+from ..api import door, ratelimit
+from ..api.http import TOO_LARGE, check_size, error_json, error_response
 from ..identity import Requester, requester_for
-from ..jsontext import dumps_bytes
+from ..models import ApiKey
 from .server import build_server, in_thread
 
 SESSION_HEADER = "x-openclaw-session-key"
@@ -46,20 +55,68 @@ async def http_caller(ctx: ServerRequestContext[Any, Any]) -> Requester:
     return await in_thread(requester_for)(api_key, session_key=session_key)
 
 
-async def _respond(send, status: int, body: dict, headers: tuple[tuple[bytes, bytes], ...] = ()):
-    payload = dumps_bytes(body)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
+def admit(authorization: str | None, scope: dict) -> ApiKey:
+    """The request's API key, counted against the key's request rate as every API request is
+    (api/ratelimit.py promises it; the DRF authentication, api/http.endpoint and the WebSocket
+    do the same). Raises Unauthenticated or RateLimited."""
+    api_key = door.authenticate(authorization, scope)
+    ratelimit.check_rate(api_key.pk)
+    return api_key
+
+
+async def read_body(scope, receive):
+    """The request's body read whole under DATA_UPLOAD_MAX_MEMORY_SIZE, as the API reads its
+    bodies (http.check_size on the declared length, then the length actually received, for a
+    body sent without one), and a `receive` that hands it on. Raises RequestDataTooBig.
+
+    The setting is read per request, not given to the SDK's session manager (built once per
+    event loop), whose own limit is fixed at 4 MiB: below the API's 8 MiB default."""
+    check_size(_header(scope, b"content-length"))
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    body = bytearray()
+    complete = False
+    after: list[dict] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            after.append(message)  # a disconnect: the SDK sees it after the body
+            break
+        body += message.get("body", b"")
+        if limit is not None and len(body) > limit:
+            raise RequestDataTooBig(TOO_LARGE)
+        if not message.get("more_body", False):
+            complete = True
+            break
+    queued = [{"type": "http.request", "body": bytes(body), "more_body": not complete}, *after]
+
+    async def replay():
+        return queued.pop(0) if queued else await receive()
+
+    return replay
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _send_response(send, response: HttpResponse) -> None:
+    """Write one of the API's responses (error_response, ratelimit.too_many) to ASGI `send`."""
+    body = response.content
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.items()]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def refusal(exc: BaseException) -> HttpResponse | None:
+    """The API's response to an error before the SDK (None: a bug, raised on). A 429 is
+    ratelimit.too_many's, as in the DRF resources' exception handler (api/drf.py)."""
+    if isinstance(exc, ratelimit.RateLimited):
+        return ratelimit.too_many(exc)
+    return error_response(exc)
 
 
 class McpApp:
@@ -74,7 +131,11 @@ class McpApp:
         loop = asyncio.get_running_loop()
         if loop not in self._managers:
             manager = self._managers[loop] = StreamableHTTPSessionManager(
-                app=build_server(http_caller), session_idle_timeout=IDLE_SECONDS
+                app=build_server(http_caller),
+                session_idle_timeout=IDLE_SECONDS,
+                # read_body holds bodies to DATA_UPLOAD_MAX_MEMORY_SIZE, read per request; the
+                # SDK's own fixed 4 MiB would refuse what the API takes (8 MiB by default).
+                max_request_body_size=sys.maxsize,
             )
             ready = self._ready[loop] = asyncio.Event()
 
@@ -92,26 +153,17 @@ class McpApp:
         if scope["type"] != "http":
             return
         if scope.get("path", "").rstrip("/") != "/mcp":
-            await _respond(send, 404, envelope("not_found", "Not found: the MCP endpoint is /mcp/"))
+            await _send_response(send, error_json(404, "Not found: the MCP endpoint is /mcp/"))
             return
-        headers = dict(scope.get("headers") or [])
-        authorization = headers.get(b"authorization", b"").decode("latin-1") or None
         try:
-            api_key = await in_thread(door.authenticate)(authorization, scope)
-        except ToolError as exc:  # Unauthenticated: one text for missing, bad and revoked keys
-            await _respond(
-                send,
-                exc.http_status,
-                envelope(exc.error_type, exc.message),
-                ((b"www-authenticate", WWW_AUTHENTICATE.encode()),),
-            )
-            return
+            # The key first, then the body: a bad or over-limit key costs no upload.
+            api_key = await in_thread(admit)(_header(scope, b"authorization"), scope)
+            receive = await read_body(scope, receive)
         except Exception as exc:
-            if not is_unavailable(exc):
+            response = refusal(exc)
+            if response is None:
                 raise
-            await _respond(
-                send, 503, envelope("unavailable", UNAVAILABLE), ((b"retry-after", b"1"),)
-            )
+            await _send_response(send, response)
             return
         token = AccessToken(
             token=f"api-key:{api_key.pk}", client_id=f"api-key:{api_key.pk}", scopes=[api_key.scope]

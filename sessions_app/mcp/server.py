@@ -8,10 +8,11 @@ Built on the official SDK's low-level `Server`; the transports (streamable HTTP 
 - `tools/call` goes through `ToolRegistry.invoke`, the function `/tools/invoke` calls. A result
   carries the details as `structuredContent` and, as text, what OpenClaw's envelope carries
   (the pretty JSON of the details; the bridge tools have their own short texts).
-- A refusal (`Forbidden`, `NotFound`), a bad argument (the Args texts, naming the argument) and
-  a key that may not act as the session are tool results with `isError`, so a model can read
-  them and correct itself (MCP 2025-11-25: input errors are tool errors). An unknown tool is a
-  protocol error, as the spec says.
+- A refusal (`Forbidden`, `NotFound`), a bad argument (the Args texts, naming the argument;
+  `store.check_storable`'s, as on every way in: no NUL characters or unpaired surrogates, no
+  nesting past the depth limit) and a key that may not act as the session are tool results
+  with `isError`, so a model can read them and correct itself (MCP 2025-11-25: input errors are
+  tool errors). An unknown tool is a protocol error, as the spec says.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..identity import Requester
 # ORM code off the event loop on the shared pool, stale connections dropped around it: MCP
 # requests run outside Django's request cycle, as the WebSocket's do.
 from ..live.consumer import in_thread
+from ..store import check_storable
 from ..tools import TOOLS, ToolRegistry, UnknownTool
 from . import bridge_tools, resources
 
@@ -93,6 +95,9 @@ async def call(
     if name not in MCP_TOOLS:
         raise MCPError(types.INVALID_PARAMS, UnknownTool(name).message)
     try:
+        # What the HTTP ways in check on the decoded body (api/http.decode_json): a NUL stored
+        # on SQLite is a DataError on PostgreSQL, and orjson cannot encode past 255 levels.
+        check_storable(arguments, "arguments")
         requester = await caller(ctx)
         invocation = MCP_TOOLS.invoke(
             name, requester=requester, args=arguments, in_thread=in_thread

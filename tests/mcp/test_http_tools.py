@@ -7,6 +7,7 @@ import json
 import socket
 
 import pytest
+from django.conf import settings
 from mcp.shared.exceptions import MCPError
 
 from sessions_app.models import ApiKey
@@ -157,13 +158,15 @@ def test_malformed_requests_get_4xx_never_a_500(demo_server):
     )
     assert stale.status == 404
     assert demo_server.request("GET", "/mcp/elsewhere", token=token).status == 404
-    # A body past the SDK's limit (4 MiB) is refused from its declared length, unread.
+    # A body past the API's limit (MAX_BODY_BYTES; the server process reads the same
+    # environment) is refused from its declared length, unread.
+    too_large = settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1
     host, port = demo_server.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(
             b"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Accept: application/json, text/event-stream\r\n"
-            + f"Authorization: Bearer {token}\r\nContent-Length: {5 * 1024 * 1024}\r\n\r\n".encode()
+            + f"Authorization: Bearer {token}\r\nContent-Length: {too_large}\r\n\r\n".encode()
         )
         assert sock.recv(64).startswith(b"HTTP/1.1 413")
 
