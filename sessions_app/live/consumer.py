@@ -37,8 +37,10 @@ from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Una
 from .. import cold_storage
 from ..api import door, ratelimit
 from ..identity import requester_for, requester_for_user
+from ..jsontext import dumps_bytes
 from ..models import ApiKey
 from ..resolve import canonical_for, resolve_session
+from ..store import check_storable
 from ..tools import TOOLS
 from . import chat_history, limits, session_reads, session_rpcs
 from .hub import Hub
@@ -287,6 +289,9 @@ class Connection:
                 raise RequestError("invalid_request", "method must be a string")
             if not isinstance(params, dict):
                 raise RequestError("invalid_request", "params must be an object")
+            # As the HTTP ways in check a decoded body (api/http.decode_json): no NUL (which
+            # PostgreSQL cannot store) and no nesting past the depth limit reach a function.
+            check_storable(params, "params")
             payload = await self.call(method, params)
         except RequestError as exc:
             self.respond(request_id, error={"code": exc.code, "message": exc.message})
@@ -305,7 +310,9 @@ class Connection:
     def respond(self, request_id, *, payload: Any = None, error: dict | None = None) -> None:
         frame = {"type": "res", "id": request_id, "ok": error is None}
         frame.update({"error": error} if error is not None else {"payload": payload})
-        self.subscriber.reply(orjson.dumps(frame))
+        # dumps_bytes, not orjson.dumps: a stored value orjson cannot encode (255 levels deep)
+        # must not end the connection's read loop.
+        self.subscriber.reply(dumps_bytes(frame))
 
     async def call(self, method: str, params: dict):
         if method == "connect":

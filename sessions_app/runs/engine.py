@@ -478,6 +478,9 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
         return {"status": "forbidden", "error": refused}
     token = current_run.set(run)
     try:
+        # A model's arguments are held to what every way in checks (NUL, which PostgreSQL
+        # cannot store, and nesting depth): an error result the model can correct.
+        store.check_storable(arguments, "arguments")
         details = TOOLS.call(name, requester=requester, args=arguments)
         notes = _turn_notes.get()
         if notes is not None and details.get("status") == "yielded":

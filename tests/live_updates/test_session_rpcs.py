@@ -102,6 +102,46 @@ async def test_patch_refusals(operator, params, text):
         assert res["error"]["message"] == text, res["error"]
 
 
+async def test_what_no_database_can_store_is_refused_and_the_connection_goes_on(operator):
+    """A NUL, or nesting past the depth limit, is refused at the frame as on REST (it was
+    stored over /ws/: a DataError on PostgreSQL, and a value whose every later answer orjson
+    could not encode, so the connection stopped answering)."""
+    await db(make_dev)()
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    async with connected(operator.token) as client:
+        nul = await client.request("sessions.patch", {"key": DEV, "label": "a\u0000b"})
+        nested = await client.request("sessions.patch", {"key": DEV, "boardFace": deep})
+        after = await client.request("sessions.patch", {"key": DEV, "label": "plain"})
+    assert nul["error"] == {
+        "code": "invalid_request",
+        "message": "params.label must not contain NUL characters",
+    }
+    assert nested["error"]["code"] == "invalid_request"
+    assert nested["error"]["message"].startswith("params nests objects and arrays deeper than")
+    assert after["ok"] and after["payload"]["entry"]["label"] == "plain"
+    session = await db(fetch)(DEV)
+    assert session.label == "plain" and "boardFace" not in session.extra
+
+
+async def test_an_answer_orjson_cannot_encode_still_arrives(operator):
+    """A value stored before the frame check (300 levels: past orjson's 255) is answered."""
+
+    def prep():
+        deep: list = []
+        for _ in range(300):
+            deep = [deep]
+        session = make_dev()
+        session.extra = {**session.extra, "boardFace": deep}
+        session.save(update_fields=["extra"])
+
+    await db(prep)()
+    async with connected(operator.token) as client:
+        res = await client.request("sessions.patch", {"key": DEV, "label": "plain"})
+    assert res["ok"] and res["payload"]["entry"]["label"] == "plain"
+
+
 # Every field 9.6's sessions.patch lists (§2.4), each with a value it accepts.
 FIELDS_96 = {
     "label": "Dev",

@@ -47,6 +47,22 @@ def test_an_agents_deny_list_holds_for_its_calls(operator, agents):
     assert '"status": "forbidden"' in result.content[0]["text"]
 
 
+def test_a_models_arguments_are_checked_as_every_way_ins(operator, agents):
+    """A NUL in a model's tool arguments never reaches the tool (on PostgreSQL a DataError in
+    the middle of the turn): the call is refused, and the turn ends saying why, since its
+    message cannot be stored either."""
+    label = {"name": "sessions", "arguments": {"action": "patch", "label": "a\u0000b"}}
+    make_agent("main", backend=scripted(label))
+    make_session("main")
+    run = ingest_and_run(operator, "main")
+    assert run.status == Run.ERROR
+    assert run.error == (
+        "the agent backend returned an invalid message: "
+        "messages[0].content[0].arguments.label must not contain NUL characters"
+    )
+    assert Session.objects.get(key="agent:main:main").label == ""
+
+
 def test_an_agents_allow_list_holds_for_its_calls(operator, agents):
     make_agent("main", tools={"allow": ["agents_list"]}, backend=scripted(LIST_CALL))
     make_session("main")
