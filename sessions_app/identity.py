@@ -187,14 +187,20 @@ def spawned_under(key: str, ancestor: str) -> bool:
 
 
 def requester_for_session(
-    session, *, config: GatewayConfig | None = None, owner_turn: bool = False
+    session,
+    *,
+    config: GatewayConfig | None = None,
+    owner_turn: bool = False,
+    sandboxed: bool = False,
 ) -> Requester:
     """The Requester of an agent acting as its own session (tool calls made during a run);
-    `owner_turn`: the run's input came from the gateway's owner."""
+    `owner_turn`: the run's input came from the gateway's owner; `sandboxed`: a sandboxed key
+    started the run (Run.sandboxed), which is then clamped as the key is, as is every run of a
+    sandboxed agent."""
     return Requester(
         session_key=session.key,
         agent_id=session.agent_id,
-        sandboxed=bool(session.agent.sandboxed),
+        sandboxed=bool(session.agent.sandboxed) or sandboxed,
         scope=ApiKey.AGENT,
         config=config or GatewayConfig.load(),
         owner_turn=owner_turn,

@@ -671,6 +671,10 @@ class Run(models.Model):
     # send, or an ingested message its gateway marked senderIsOwner. Only such turns of a
     # top-level session are offered the owner-gated `sessions` tool (runs/tool_specs.py).
     sender_is_owner = models.BooleanField(default=False)
+    # Started by a sandboxed API key, or by a run that was (its parent_run): the turn's own tool
+    # calls are clamped as that key is (identity.requester_for_session), so a sandboxed key
+    # cannot reach past its sandbox by asking its agent to.
+    sandboxed = models.BooleanField(default=False)
 
     objects = RunQuerySet.as_manager()
 

@@ -79,6 +79,7 @@ def start_run(
     serial: bool = False,
     task_run: Run | None = None,
     sender_is_owner: bool = False,
+    sandboxed: bool = False,
 ) -> Run:
     """Append the input message and create a queued run; the task is enqueued after commit.
 
@@ -86,7 +87,8 @@ def start_run(
     `flow`: what the run's follow-ups need (flow_state.Flow). `serial`: the run waits for the
     session's older runs in flight, and its input is appended when it starts (lanes.py).
     `task_run`: the sub-agent task this turn continues. `sender_is_owner`: the input came from
-    the gateway's owner (owner_turn() below).
+    the gateway's owner (owner_turn() below). `sandboxed`: a sandboxed key asked for it; a run
+    its parent_run was sandboxed is too (Run.sandboxed).
     """
     assert transaction.get_connection().in_atomic_block, "start_run needs the caller's transaction"
     input_seq: int | None
@@ -121,6 +123,7 @@ def start_run(
         input_seq=input_seq,
         created_at=now,
         sender_is_owner=sender_is_owner,
+        sandboxed=sandboxed or (parent_run is not None and parent_run.sandboxed),
         **chain.as_fields(),
     )
     followups = _followups.get()
@@ -472,7 +475,9 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
     Refusals and bad arguments come back to the model as {status, error} results."""
     from ..tools import TOOLS
 
-    requester = requester_for_session(run.session, owner_turn=owner_turn(run))
+    requester = requester_for_session(
+        run.session, owner_turn=owner_turn(run), sandboxed=run.sandboxed
+    )
     refused = not_offered(run, name)
     if refused:
         return {"status": "forbidden", "error": refused}

@@ -165,6 +165,9 @@ class FollowUp:
     # A follow-up (reply step, announce, completion turn) is never the owner's turn: the
     # `sessions` tool is not offered to it (runs/tool_specs.OWNER_ONLY).
     sender_is_owner: bool = False
+    # Left False: start_run makes a run sandboxed when its parent_run (the run this follows)
+    # was, and every follow-up names one.
+    sandboxed: bool = False
 
     def start_run_arguments(self) -> dict[str, Any]:
         # Shallow on purpose (not dataclasses.asdict): the session and runs are passed as they are.

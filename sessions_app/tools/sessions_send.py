@@ -382,6 +382,7 @@ def _start_turn(
                 # An operator key's send is the owner speaking; a session's (an agent's turn,
                 # an agent key) is not, whoever started that session's turn.
                 sender_is_owner=requester.is_operator,
+                sandboxed=requester.sandboxed,
                 flow=Flow.a2a(
                     requester=requester.session_key,
                     requester_channel=requester_channel,
@@ -592,6 +593,7 @@ def resume_paused_child(
             parent_run=paused,
             flow=flow,
             task_run=task,
+            sandboxed=requester.sandboxed,
         )
     return {
         "runId": str(run.pk),

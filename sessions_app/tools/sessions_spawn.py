@@ -766,6 +766,7 @@ def start_child(
         timeout_seconds=plan.timeout,
         # The turn that spawned it: a sessions_yield of that turn waits for this child.
         parent_run=current_run.get(),
+        sandboxed=requester.sandboxed,
         model=model,
         label=request.label,
         flow=dataclasses.replace(flow, **flow_fields),

@@ -1,12 +1,19 @@
 """Visibility self/tree/agent/all, the sandbox clamp and the agent-to-agent policy (reference §7),
 applied to sessions_list and sessions_history with OpenClaw's exact texts."""
 
+import json
+import uuid
+
 import pytest
+from django.db import transaction
 from django.test import Client
 
 from sessions_app import visibility
-from sessions_app.models import ApiKey
-from tests.conftest import Api, make_session, set_config
+from sessions_app.models import ApiKey, Run
+from sessions_app.runs.chain import Chain
+from sessions_app.runs.engine import start_run
+from tests.conftest import Api, make_agent, make_session, set_config
+from tests.runs.helpers import drain
 
 MAIN = "agent:main:main"
 CHILD = "agent:main:subagent:child-1"
@@ -105,6 +112,46 @@ def test_sandboxed_session_is_clamped_to_what_it_spawned(sandboxed_main, world):
 def test_sandbox_visibility_all_lifts_the_clamp(sandboxed_main, world):
     set_config(visibility="agent", sandbox_visibility="all")
     assert listed(sandboxed_main) == sorted([MAIN, CHILD, GRANDCHILD, SIBLING])
+
+
+def test_a_run_a_sandboxed_key_starts_is_clamped_as_the_key(sandboxed_main, agent_main, world):
+    """A sandboxed key may not read SIBLING; asking its agent to (a send to its own session)
+    must not read it either (it did: the run's tool calls were clamped by the agent's flag
+    only), nor spawn round it. An unsandboxed key's run of the same agent still reads it. Runs
+    that run starts (replies, children, completions) inherit the clamp (Run.sandboxed)."""
+    set_config(visibility="agent")
+    read_sibling = {"name": "sessions_history", "arguments": {"sessionKey": SIBLING}}
+    make_agent("main", backend={"type": "scripted", "rules": [
+        {"match": "spawn", "toolCalls": [{"name": "sessions_spawn", "arguments": {
+            "task": "read it", "agentId": "main"}}], "reply": "{toolResult}"},
+        {"match": ".*", "toolCalls": [read_sibling], "reply": "{toolResult}"},
+    ]}, subagents={"allowAgents": ["main"]}, tools={"allow": ["*"]})  # fmt: skip
+    refused = {
+        "status": "forbidden",
+        "error": f"Session not visible from this sandboxed agent session: {SIBLING}",
+    }
+    assert history_of(sandboxed_main, SIBLING) == refused
+
+    def send(api, text):
+        sent = api.details("sessions_send", {"sessionKey": "main", "message": text,
+                                             "timeoutSeconds": 0})  # fmt: skip
+        assert sent["status"] == "accepted", sent
+        drain()
+        return Run.objects.get(pk=sent["runId"])
+
+    run = send(sandboxed_main, "read the sibling")
+    assert run.sandboxed and json.loads(run.reply) == refused
+    with transaction.atomic():  # what a run starts (a reply step, a child) is clamped too
+        step = start_run(session=run.session, kind="step", message="and then?",
+                         chain=Chain(uuid.uuid4(), ("main",)), parent_run=run)  # fmt: skip
+    assert step.sandboxed
+    # Nor can it get round the clamp through a child: the key's own rule holds for its run.
+    assert json.loads(send(sandboxed_main, "spawn a reader").reply) == {
+        "status": "forbidden",
+        "error": "a sandboxed session cannot spawn an unsandboxed agent (main)",
+    }
+    run = send(agent_main, "read the sibling")
+    assert not run.sandboxed and json.loads(run.reply)["sessionKey"] == SIBLING
 
 
 def test_a_sandboxed_sub_agent_is_not_restricted_to_its_own_children(agents, world):
