@@ -9,7 +9,9 @@ last refreshed (`refresh_models()`, through the outbound policy of outbound.py; 
 is not empty, and its aliases name models.
 
 sessions_spawn checks an explicit `model` against the target agent's catalog (reference §5.2
-step 12: an unknown model is an error and no run starts); agents_list and the admin show it.
+step 12: an unknown model is an error and no run starts), and a session's model override
+(session_status, the sessions tool, sessions.patch) is held to it the same way
+(check_session_model); agents_list and the admin show it.
 """
 
 from __future__ import annotations
@@ -115,6 +117,21 @@ def resolve(agent: Agent | None, agent_id: str, requested: str, config: GatewayC
         + (", within agents.defaults.models" if config.default_models else "")
         + ")"
     )
+
+
+def check_session_model(session, requested: str, config: GatewayConfig | None = None) -> str:
+    """The model id for a session's runs (session_status `model`, the sessions tool's and
+    sessions.patch's `model`), held to what sessions_spawn holds a child to: when the session's
+    agent has a catalog, one of it (an alias names its id). An agent with none takes any id,
+    its backend deciding, as before catalogs. Raises InvalidArgument with resolve's text."""
+    config = config or GatewayConfig.load()
+    agent = session.agent
+    if not catalog(agent, config):
+        return requested
+    try:
+        return resolve(agent, session.agent_id, requested, config)
+    except ModelNotAllowed as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 # --- /v1/models ------------------------------------------------------------------------------

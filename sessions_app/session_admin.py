@@ -30,7 +30,7 @@ from django.utils import timezone
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, SessionChanged
 
-from . import patch_fields, store
+from . import model_catalog, patch_fields, store
 from .identity import VIEWER, Requester
 from .jsontext import byte_size
 from .models import ApiKey, Message, Run, Session, SessionGroup, new_session_id, now_ms
@@ -342,6 +342,8 @@ def _columns(session: Session, changes: dict[str, Any]) -> dict[str, Any]:
         columns["thinking_level"] = changes["thinkingLevel"]
     if "model" in changes:
         model = changes["model"]
+        if model:  # empty clears the override
+            model = model_catalog.check_session_model(session, model)
         columns["model"] = model
         columns["model_provider"] = model.split("/", 1)[0] if "/" in model else ""
     if pinning is not None:

@@ -7,7 +7,7 @@ from typing import Any
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument, NotFound
 
-from .. import state_log, status_card, store, visibility
+from .. import model_catalog, state_log, status_card, store, visibility
 from ..identity import Requester
 from ..models import Session
 from ..resolve import find_session, forbidden_text
@@ -114,6 +114,7 @@ def session_status(*, requester: Requester, args: dict[str, Any] | None) -> dict
         override = None if a.model.lower() == "default" else a.model
         if override is not None:
             check_model(override)
+            override = model_catalog.check_session_model(session, override)
         changed_model = store.set_session_model(session, override)
     changes = None
     if a.changesSince is not None:

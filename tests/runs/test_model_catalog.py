@@ -53,6 +53,30 @@ def test_a_served_model_is_applied_to_the_child_and_its_run(agent_main, home):
     assert Run.objects.get(pk=details["runId"]).status == "ok"
 
 
+def test_a_sessions_model_override_is_held_to_its_agents_catalog(operator, home):
+    """session_status `model`, the sessions tool's and sessions.patch's `model`: as a spawn's
+    (they took any model id, and the session's next turns ran on it)."""
+    research = make_session("agent:research:main")
+    refused = (
+        "model not allowed: huge-model (agent research serves: scripted/echo, "
+        "scripted/careful, scripted/fast)"
+    )
+    for tool, args in (
+        ("session_status", {"model": "huge-model"}),
+        ("sessions", {"action": "patch", "model": "huge-model"}),
+    ):
+        response = operator.invoke(tool, args, sessionKey=research.key)  # acting as it
+        assert response.status_code == 400 and response.json()["error"]["message"] == refused
+    patched = operator.patch(f"/api/v1/sessions/{research.key}/", {"model": "huge-model",
+                                                                  "pinned": False})  # fmt: skip
+    assert patched.status_code == 400 and patched.json()["error"]["message"] == refused
+    assert Session.objects.get(pk=research.pk).model == ""
+    served = operator.details("session_status", {"model": "scripted/fast"}, sessionKey=research.key)
+    assert served["changedModel"] is True and served["modelOverride"] == "scripted/fast"
+    # main serves no model (no catalog): its backend decides, as before catalogs.
+    assert operator.details("session_status", {"model": "anything/goes"})["changedModel"]
+
+
 def test_no_model_given_is_unchanged(agent_main, home):
     assert spawn(agent_main)["status"] == "accepted"
 
