@@ -3,7 +3,8 @@
 - **Rate**: at most `OPENCLAW_API_RATE_LIMIT` requests per key in each
   `OPENCLAW_API_RATE_WINDOW_SECONDS` window (fixed windows, counted in Django's cache
   `OPENCLAW_LIMITS_CACHE`, default "default"). Every API request counts: DRF resources, the
-  async views, `/tools/invoke`, and WebSocket authentications.
+  async views, `/tools/invoke`, `/mcp/`, and a WebSocket's authentication and each of its
+  request frames (a team member's browser connection has no key and is not counted).
 - **Concurrency**: at most `OPENCLAW_API_CONCURRENCY_LIMIT` requests of one key in flight in one
   process on the endpoints that can wait (`/tools/invoke`, `…/send/`, `runs/…`): a key cannot
   tie up the server with waiting sends. The ASGI door (api/door.py) counts the same limit per

@@ -323,6 +323,10 @@ class Connection:
         handler = METHODS.get(method)
         if handler is None:
             raise RequestError("unknown_method", f"unknown method: {method}")
+        if self.subscriber.api_key_id is not None:
+            # Each request frame is an API request of its key (api/ratelimit.py), as each HTTP
+            # request and MCP call is: an open socket is no way round the key's rate.
+            await in_thread(ratelimit.check_rate)(self.subscriber.api_key_id)
         return await handler(self, params)
 
     async def connect(self, params: dict) -> dict:

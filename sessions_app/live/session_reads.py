@@ -109,6 +109,9 @@ def sessions_resolve(requester: Requester, params: dict) -> dict:
     value = params[given[0]]
     if not isinstance(value, str) or not value.strip() or len(value) > keys.MAX_KEY_LENGTH:
         raise InvalidArgument(f"{given[0]} must be a non-empty string")
+    agent_id = params.get("agentId")
+    if agent_id is not None and (not isinstance(agent_id, str) or not agent_id.strip()):
+        raise InvalidArgument("agentId must be a non-empty string")
     allow_missing = params.get("allowMissing") is True
     if given[0] == "label":
         candidates = _by_label(requester, value.strip(), params.get("agentId"))

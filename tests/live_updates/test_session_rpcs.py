@@ -533,6 +533,7 @@ async def test_resolve(operator):
             "sessions.resolve", {"key": "agent:main:nope", "allowMissing": True}
         )
         both = await client.request("sessions.resolve", {"key": DEV, "label": "dev"})
+        typed = await client.request("sessions.resolve", {"label": "dev", "agentId": 5})
     expected = {
         "ok": True,
         "key": DEV,
@@ -544,6 +545,7 @@ async def test_resolve(operator):
     assert miss["error"] == {"code": "not_found", "message": "No session found: agent:main:nope"}
     assert allowed["payload"] == {"ok": False, "candidates": []}
     assert both["error"]["message"] == "exactly one of key, sessionId or label is required"
+    assert typed["error"]["message"] == "agentId must be a non-empty string"  # not ignored
 
 
 # --- cold transcripts (9.6 §6.1): preview says cold; reads restore -----------------------------
