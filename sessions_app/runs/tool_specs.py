@@ -63,27 +63,10 @@ def _names(values: Iterable[str] | None) -> set[str]:
     return names
 
 
-def tools_for(
-    agent_tools_allow: Iterable[str] | None,
-    agent_tools_deny: Iterable[str] | None,
-    *,
-    is_subagent: bool,
-    orchestrator: bool = False,
-    subagent_tools: Mapping[str, Any] | None = None,
-    owner_turn: bool = False,
-    session_overrides: Mapping[str, Any] | None = None,
-) -> list[ToolSpec]:
-    """The tools a run of this agent is offered (offered_names), as fresh schema copies."""
-    names = offered_names(
-        agent_tools_allow,
-        agent_tools_deny,
-        is_subagent=is_subagent,
-        orchestrator=orchestrator,
-        subagent_tools=subagent_tools,
-        owner_turn=owner_turn,
-        session_overrides=session_overrides,
-    )
-    return specs_of(names)
+def tools_for(*args: Any, **kwargs: Any) -> list[ToolSpec]:
+    """The tools a run of this agent is offered, as fresh schema copies: offered_names' answer
+    (same arguments)."""
+    return specs_of(offered_names(*args, **kwargs))
 
 
 def specs_of(names: Iterable[str]) -> list[ToolSpec]:
