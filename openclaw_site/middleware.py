@@ -6,7 +6,8 @@ stack. For hooks that only look at headers that is pure overhead (measured: 2–
 per `sessions_send` on a 2-core VM, about a sixth of the web process's work), so:
 
 - `SecurityMiddleware`, `CommonMiddleware` and `XFrameOptionsMiddleware` below run Django's own
-  hooks inline on the event loop. They touch no database and no file, so nothing blocks.
+  hooks inline on the event loop, as `RefuseNulMiddleware` (the admin's) runs its own. They
+  touch no database and no file, so nothing blocks.
 - `/api/` and `/tools/` are authenticated by API key only (sessions_app.identity.authenticate): no cookie, no
   session, no CSRF, no messages. `ApiHandler` serves them with just the three above, so an API
   request makes no thread hop before its view. Pages, the admin and the UI keep the whole
@@ -20,6 +21,7 @@ import re
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
+from django.http import HttpResponseBadRequest
 from django.middleware import clickjacking, common, security
 from django.utils.deprecation import MiddlewareMixin
 
@@ -35,6 +37,23 @@ class InlineHooksMixin:
         if hasattr(self, "process_response"):
             response = self.process_response(request, response)
         return response
+
+
+class RefuseNulMiddleware(InlineHooksMixin, MiddlewareMixin):
+    """A NUL character in an admin path or query string is a 400 before any admin view.
+    PostgreSQL cannot hold NUL in a text parameter, and Django's admin hands its filters
+    (`?kind=`) and object ids (an agent's text primary key) straight to a query: a 500. No key,
+    name or id of this service holds one. The API and the transcript browser read each
+    parameter themselves and name the one at fault, so they are left to do that."""
+
+    TEXT = "The request's path and query string must not contain NUL characters."
+
+    def process_request(self, request):
+        if not request.path_info.startswith("/admin/"):
+            return None
+        if "\x00" in request.path or "%00" in request.META.get("QUERY_STRING", ""):
+            return HttpResponseBadRequest(self.TEXT, content_type="text/plain; charset=utf-8")
+        return None
 
 
 class SecurityMiddleware(InlineHooksMixin, security.SecurityMiddleware):

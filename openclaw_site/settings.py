@@ -101,6 +101,7 @@ INSTALLED_APPS = [
 # Django's stack; the three header-only ones run inline under ASGI (openclaw_site/middleware.py,
 # which also serves /api/ and /tools/ with only those three).
 MIDDLEWARE = [
+    "openclaw_site.middleware.RefuseNulMiddleware",
     "openclaw_site.middleware.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "openclaw_site.middleware.CommonMiddleware",
@@ -125,6 +126,8 @@ if _env_bool("OPENCLAW_PROXY_SSL_HEADER", False):
     # Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
+# Database sessions whose cookie value is checked before the lookup (sessions_app/session_store.py).
+SESSION_ENGINE = "sessions_app.session_store"
 # The page CSP (openclaw_site/middleware.py): the browser's scripts and styles are files of
 # our own (sessions_app/static/ui), images are ours or data: URLs; the admin keeps Django's.
 CONTENT_SECURITY_POLICY = os.environ.get(

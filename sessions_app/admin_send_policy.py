@@ -63,6 +63,10 @@ class SendPolicyAdmin(RefusedSaveMixin, SingletonAdminMixin, admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     def _policy_context(self, request, object_id) -> dict:
+        # Before Django's own get_object, which answers a non-numeric id as "not found" (this
+        # lookup raised ValueError on it: a 500).
+        if not str(object_id).isdigit():
+            return {}
         config = SendPolicy.objects.filter(pk=object_id).first()
         if config is None:
             return {}

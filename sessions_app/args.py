@@ -47,7 +47,11 @@ class Args:
     def has(self, name: str) -> bool:
         return name in self.raw and self.raw[name] is not None
 
-    def integer(self, name: str, *, minimum: int = 0, default: int | None = None) -> int | None:
+    def integer(
+        self, name: str, *, minimum: int = 0, default: int | None = None, maximum: int | None = None
+    ) -> int | None:
+        """`maximum`: a hard maximum, past which 9.6's generic validator gives the same text as
+        a bad value (`<name> must be a non-negative integer`)."""
         if not self.has(name):
             return default
         value = self.raw[name]
@@ -63,7 +67,7 @@ class Args:
             number = int(value.strip())
         elif isinstance(value, str) and _too_large(value.strip()) or value == math.inf:
             number = MAX_SAFE_INTEGER + 1
-        if number is None or number < minimum:
+        if number is None or number < minimum or maximum is not None and number > maximum:
             raise InvalidArgument(f"{name} must be {what}")
         if number > MAX_SAFE_INTEGER:
             raise InvalidArgument(f"{name} must be at most {MAX_SAFE_INTEGER}")

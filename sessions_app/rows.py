@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import F, OuterRef, QuerySet, Subquery, Window
 from django.db.models.functions import RowNumber
@@ -214,7 +215,10 @@ _CHILDREN_SQL = """
 
 def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
     """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded by jsontext.loads."""
-    sql, params = queryset.values_list(*ROW_FIELDS, "state_version").query.sql_with_params()
+    try:
+        sql, params = queryset.values_list(*ROW_FIELDS, "state_version").query.sql_with_params()
+    except EmptyResultSet:  # the ORM knows no row can match (as QuerySet iteration would say)
+        return []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         raw_rows = cursor.fetchall()

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import QuerySet, Sum
 
@@ -87,7 +88,10 @@ def _pg_tsquery(tokens: list[str]) -> tuple[str, list[str]]:
 
 
 def _sessions_sql(sessions: QuerySet[Session]) -> tuple[str, tuple]:
-    sql, params = sessions.order_by().values("id").query.sql_with_params()
+    try:
+        sql, params = sessions.order_by().values("id").query.sql_with_params()
+    except EmptyResultSet:  # the ORM knows no session can match: an empty id list
+        return "SELECT 0 WHERE FALSE", ()
     return sql, tuple(params)
 
 

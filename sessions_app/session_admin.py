@@ -631,6 +631,7 @@ def group_name(value: Any, label: str = "name") -> str:
     value = value.strip()
     if len(value) > MAX_GROUP_NAME:
         raise InvalidArgument(f"{label} too long")
+    store.check_storable(value, label)  # a path's name (DELETE /groups/<name>/) is no body's
     return value
 
 

@@ -15,6 +15,7 @@ from operator import itemgetter, or_
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
+from django.core.exceptions import EmptyResultSet
 from django.db import connection
 from django.db.models import Q, QuerySet
 
@@ -91,7 +92,10 @@ def message_rows(queryset: QuerySet[Message]) -> list[MessageRow]:
     values_list = queryset.values_list(*READ_COLUMNS)
     if connection.vendor != "postgresql":
         return [new(MessageRow, values) for values in values_list]
-    sql, params = values_list.query.sql_with_params()
+    try:
+        sql, params = values_list.query.sql_with_params()
+    except EmptyResultSet:  # the ORM knows no row can match (a seq past the column's range)
+        return []
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchall()

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from openclaw_common.errors import InvalidArgument, NotFound
 
-from .. import model_catalog
+from .. import model_catalog, store
 from ..models import Agent, GatewayConfig
 from ..store import require_scope
 from . import http
@@ -57,6 +57,7 @@ class AgentModelsRefreshView(APIView):
     def post(self, request, agent_id: str):
         require_scope(request.auth, "operator")
         no_query_args(request)
+        store.check_storable(agent_id, "agent id")  # from the path, which no body check saw
         agent = Agent.objects.filter(pk=agent_id).first()
         if agent is None:
             raise NotFound(f"No agent with id {agent_id[:64]}")

@@ -14,6 +14,7 @@ from typing import Any
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, Refusal
 
+from .. import store
 from ..jsontext import dumps_pretty
 from ..tools import TOOLS
 from . import http
@@ -81,7 +82,10 @@ def check_optional_fields(body: dict) -> None:
 def idempotency_key_of(request, body: dict) -> str | None:
     """The body's idempotencyKey, else the Idempotency-Key header."""
     key = body.get("idempotencyKey") or request.headers.get("Idempotency-Key") or None
-    return key.strip()[:MAX_FIELD_LENGTH] if isinstance(key, str) and key.strip() else None
+    if not isinstance(key, str) or not key.strip():
+        return None
+    store.check_storable(key, "Idempotency-Key")  # the body's was checked with the body
+    return key.strip()[:MAX_FIELD_LENGTH]
 
 
 @http.endpoint("POST", invalid_type="tool_error")

@@ -47,12 +47,18 @@ class Param:
 class Integer(Param):
     minimum: int = 0
     default: int | None = None
+    maximum: int | None = None
 
     def schema(self) -> dict[str, Any]:
-        return {"type": "number", "minimum": self.minimum, "description": self.description}
+        schema = {"type": "number", "minimum": self.minimum, "description": self.description}
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        return schema
 
     def read(self, args: Args) -> int | None:
-        return args.integer(self.name, minimum=self.minimum, default=self.default)
+        return args.integer(
+            self.name, minimum=self.minimum, default=self.default, maximum=self.maximum
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

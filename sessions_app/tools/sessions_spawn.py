@@ -68,6 +68,9 @@ PRIVATE_NOTE = (
 )
 QUIET_NOTE = "Quiet run: no completion notification is sent. Do not wait for an announcement."
 MAX_TASK_CHARS = 100_000
+# What Run.timeout_seconds holds (a 32-bit column; 68 years): past it 9.6's generic validator
+# text, where the timeout reached the database as an out-of-range integer (a 500).
+MAX_RUN_TIMEOUT_SECONDS = 2**31 - 1
 CONTEXTS = ("isolated", "fork")
 TASK_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 # `subagents` targets these by name; a task may not be called so (9.6 §4.4).
@@ -150,11 +153,13 @@ DECLARATION = Declaration(
         Integer(
             "runTimeoutSeconds",
             "Abort the sub-agent run after N seconds (default 0 = no limit).",
+            maximum=MAX_RUN_TIMEOUT_SECONDS,
         ),
         Integer(
             "timeoutSeconds",
             "The older name of runTimeoutSeconds (used when that is absent).",
             advertised=False,
+            maximum=MAX_RUN_TIMEOUT_SECONDS,
         ),
         String(
             "agentId",
