@@ -14,7 +14,7 @@ from . import model_catalog, outbound
 from .models import Agent, ApiKey
 from .runs import webhooks
 from .runs.subagent_limits import OVERRIDES
-from .store import require_scope
+from .store import check_storable, require_scope
 
 AGENT_FIELDS = frozenset(
     {"name", "description", "model", "backend", "subagents", "sandboxed", "tools", "webhook"}
@@ -180,6 +180,9 @@ def upsert_agent(*, api_key: ApiKey | None, agent_id: Any, data: Any) -> tuple[A
         )
     if not isinstance(data, dict):
         raise InvalidArgument("body must be a JSON object")
+    # What the API's body check does, for the admin's JSON fields, the importer and seeds too
+    # (a NUL in a scripted rule was a DataError on PostgreSQL).
+    check_storable(data)
     unknown = sorted(set(data) - AGENT_FIELDS)
     if unknown:
         raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")

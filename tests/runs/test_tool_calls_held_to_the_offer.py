@@ -47,19 +47,19 @@ def test_an_agents_deny_list_holds_for_its_calls(operator, agents):
     assert '"status": "forbidden"' in result.content[0]["text"]
 
 
-def test_a_models_arguments_are_checked_as_every_way_ins(operator, agents):
-    """A NUL in a model's tool arguments never reaches the tool (on PostgreSQL a DataError in
-    the middle of the turn): the call is refused, and the turn ends saying why, since its
-    message cannot be stored either."""
-    label = {"name": "sessions", "arguments": {"action": "patch", "label": "a\u0000b"}}
-    make_agent("main", backend=scripted(label))
+def test_a_models_arguments_are_checked_as_every_way_ins(operator, agents, fake_openai):
+    """A NUL in a model's tool arguments (here from an OpenAI-compatible model) never reaches
+    the tool: on PostgreSQL a DataError in the middle of the turn, on SQLite a label stored
+    with a NUL. The call is refused, and the turn ends saying why, since the assistant message
+    holding the call cannot be stored either."""
+    backend = {"type": "openai", "baseUrl": fake_openai.base_url, "model": "fake-model"}
+    make_agent("main", backend=backend)
     make_session("main")
+    fake_openai.tool_calls(("sessions", {"action": "patch", "label": "a\u0000b"}))
+    fake_openai.reply("done")
     run = ingest_and_run(operator, "main")
     assert run.status == Run.ERROR
-    assert run.error == (
-        "the agent backend returned an invalid message: "
-        "messages[0].content[0].arguments.label must not contain NUL characters"
-    )
+    assert "arguments.label must not contain NUL characters" in run.error
     assert Session.objects.get(key="agent:main:main").label == ""
 
 

@@ -15,9 +15,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from openclaw_common.errors import InvalidArgument
 from openclaw_site.middleware import RefuseNulMiddleware
 from sessions_app.models import Run, Session
-from tests.conftest import add_messages, admin_groups, assistant, user
+from tests.conftest import add_messages, admin_groups, assistant, make_agent, user
 
 NUL_TEXT = RefuseNulMiddleware.TEXT
 
@@ -108,3 +109,13 @@ def test_a_nul_idempotency_header_is_a_400_and_sends_nothing(operator, home):
     assert response.status_code == 400
     assert response.json()["error"]["message"] == "Idempotency-Key must not contain NUL characters"
     assert not Run.objects.exists()
+
+
+def test_an_agent_setting_holding_a_nul_is_refused_on_every_way_in(agents):
+    """The API's body check refused it; the admin's JSON fields, the importer and the seeds
+    reach upsert_agent without that check (a DataError on PostgreSQL)."""
+    with pytest.raises(InvalidArgument) as refused:
+        make_agent(
+            "main", backend={"type": "scripted", "rules": [{"match": ".*", "reply": "a\x00"}]}
+        )
+    assert refused.value.message == "backend.rules[0].reply must not contain NUL characters"
