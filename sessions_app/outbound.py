@@ -22,17 +22,45 @@ Both settings are read from the environment at start (openclaw_site/settings.py)
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+# IPv6 forms that carry an IPv4 address in their low 32 bits, which a translator on the path
+# (NAT64, SIIT, a 6to4 relay) turns into that IPv4 destination: each is judged as the IPv4
+# address inside. Python's is_global calls some of them global (3.11).
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_EMBEDDED_IPV4_LOW = (
+    _NAT64,
+    ipaddress.ip_network("64:ff9b:1::/48"),  # local-use NAT64 (RFC 8215)
+    ipaddress.ip_network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT)
+    ipaddress.ip_network("::/96"),  # IPv4-compatible (deprecated)
+)
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")  # 6to4: the IPv4 address in bits 16-48
+# What an error may say of a remote Content-Type: one of these, else "other". A header is remote
+# text (any token-shaped string is a valid media type), and errors never echo remote text.
+_KNOWN_MEDIA_TYPES = frozenset(
+    {
+        "application/json",
+        "application/problem+json",
+        "application/x-ndjson",
+        "application/xml",
+        "application/octet-stream",
+        "application/x-www-form-urlencoded",
+        "text/html",
+        "text/plain",
+        "text/xml",
+        "text/event-stream",
+    }
+)
 _LOCAL_NAMES = ("localhost", "localhost.localdomain")
 
 
@@ -102,11 +130,14 @@ def _allow_entries() -> tuple[bool, frozenset[str], tuple]:
 
 
 def _effective(address: ipaddress.IPv4Address | ipaddress.IPv6Address):
-    """The IPv4 address an IPv4-mapped or NAT64 IPv6 address stands for; else itself."""
+    """The IPv4 address an IPv6 address stands for (IPv4-mapped, NAT64, SIIT, IPv4-compatible,
+    6to4); else itself. `::` and `::1` stay themselves (unspecified and loopback)."""
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             return address.ipv4_mapped
-        if address in _NAT64:
+        if address.sixtofour is not None:
+            return address.sixtofour
+        if int(address) > 1 and any(address in net for net in _EMBEDDED_IPV4_LOW):
             return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     return address
 
@@ -211,7 +242,9 @@ class _PinnedHTTP(http.client.HTTPConnection):
         self._address = target.address
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        # Kept apart from self.sock, which http.client drops once a response owns the stream.
+        self.raw_socket = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self.raw_socket
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
@@ -222,9 +255,9 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self._address = target.address
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.raw_socket = socket.create_connection((self._address, self.port), self.timeout)
         # The certificate is checked against the name in the URL, not the address.
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._context.wrap_socket(self.raw_socket, server_hostname=self.host)
 
 
 def post(
@@ -247,6 +280,14 @@ def get(
     return _request("GET", url, None, headers, timeout=timeout, max_bytes=max_bytes)
 
 
+def media_type(header: str | None) -> str:
+    """A remote Content-Type as an error may name it: a known media type, else "other"."""
+    kind = (header or "").split(";")[0].strip().lower()
+    if not kind:
+        return ""
+    return kind if kind in _KNOWN_MEDIA_TYPES else "other"
+
+
 def _request(
     method: str,
     url: str,
@@ -260,30 +301,52 @@ def _request(
     cls = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
     connection = cls(target, timeout)
     response = None
+    # `timeout` bounds the whole exchange, not each read: a server trickling a byte at a time
+    # would otherwise hold a webhook attempt past its delivery lease (sent twice) or a web
+    # request for as long as it likes. At the deadline the socket is shut, which ends any read.
+    cut = threading.Event()
+    deadline = threading.Timer(timeout, _cut, (connection, cut))
+    deadline.daemon = True
+    deadline.start()
     try:
         connection.request(method, target.path, body=body, headers=headers)
         response = connection.getresponse()
-        content_type = (response.getheader("Content-Type") or "").split(";")[0].strip()[:100]
+        content_type = media_type(response.getheader("Content-Type"))
         if 300 <= response.status < 400:
             raise OutboundFailed(
                 f"HTTP {response.status}: redirects are not followed (point the URL at the "
                 "final address)"
             )
         data = response.read(max_bytes + 1)
+        if cut.is_set():  # a body without a length ends at EOF, which the cut looks like
+            raise TimeoutError
         if len(data) > max_bytes:
             raise OutboundFailed(
                 f"HTTP {response.status} ({content_type or 'no content type'}): the answer is "
                 f"larger than {max_bytes} bytes"
             )
         return Response(response.status, content_type, data)
-    except TimeoutError:
-        raise OutboundFailed(f"no answer from {target.host} within {timeout:g} s") from None
-    except ssl.SSLError as exc:
-        raise OutboundFailed(f"TLS with {target.host} failed: {exc.reason or 'error'}") from None
     except (OSError, http.client.HTTPException) as exc:
+        if isinstance(exc, TimeoutError) or cut.is_set():
+            raise OutboundFailed(f"no answer from {target.host} within {timeout:g} s") from None
+        if isinstance(exc, ssl.SSLError):
+            raise OutboundFailed(
+                f"TLS with {target.host} failed: {exc.reason or 'error'}"
+            ) from None
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise OutboundFailed(f"cannot reach {target.host}:{target.port}: {reason}") from None
     finally:
+        deadline.cancel()
         if response is not None:
             response.close()
         connection.close()
+
+
+def _cut(connection: _PinnedHTTP | _PinnedHTTPS, cut: threading.Event) -> None:
+    """The request's deadline: shut its socket, so a read in progress returns at once (a
+    connect in progress has its own timeout)."""
+    cut.set()
+    sock = getattr(connection, "raw_socket", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)

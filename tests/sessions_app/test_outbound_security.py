@@ -5,6 +5,7 @@ OPENCLAW_OUTBOUND_ALLOW allows them, no redirects, no remote body in an error.""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -39,6 +40,12 @@ LOOPBACK_FORMS = [
     "http://[fe80::1]/v1",
     "http://[fd00:ec2::254]/v1",
     "http://[64:ff9b::a9fe:a9fe]/v1",
+    # IPv4 inside IPv6 forms a translator on the path turns into that IPv4 address (audit):
+    "http://[64:ff9b:1::a9fe:a9fe]/v1",  # local-use NAT64
+    "http://[64:ff9b:1::7f00:1]/v1",
+    "http://[::a9fe:a9fe]/v1",  # IPv4-compatible
+    "http://[::ffff:0:a9fe:a9fe]/v1",  # IPv4-translated
+    "http://[2002:a9fe:a9fe::]/v1",  # 6to4
     "http://localhost:9/v1",
 ]
 
@@ -312,6 +319,53 @@ def test_a_webhook_error_keeps_no_remote_body(agents, recorders):
     delivery.refresh_from_db()
     assert SECRET not in delivery.last_error
     assert delivery.last_error == f"HTTP 500 (text/plain, {len(SECRET)} bytes)"
+
+
+def test_a_remote_content_type_is_named_only_when_it_is_a_known_one(agents, recorders):
+    """A header is remote text: "x/internal-token-…" is a valid media type, and it reached
+    Delivery.last_error and run errors (audit, 28 Nov)."""
+    odd = "x/internal-token-ab12cd34ef56; charset=x"
+    receiver = recorders((500, {"Content-Type": odd}, b"oops"))
+    delivery = delivery_to(f"{receiver.url}/hook")
+    deliver(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.last_error == "HTTP 500 (other, 4 bytes)"
+    model = recorders((502, {"Content-Type": odd}, b"body"))
+    with pytest.raises(BackendError) as failed:
+        run(openai_backend(f"{model.url}/v1"))
+    assert "internal-token" not in str(failed.value) and "(other, 4 bytes)" in str(failed.value)
+
+
+def test_the_timeout_bounds_the_whole_answer_not_each_read(no_allow, settings):
+    """A server trickling a byte every 0.3 s answered within every read's timeout, so a 1 s
+    request took as long as it liked (a webhook attempt outlasting its lease is sent twice)."""
+    settings.OPENCLAW_OUTBOUND_ALLOW = ["127.0.0.1"]
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+        while not stop.wait(0.3):  # never done: only the deadline ends the request
+            try:
+                conn.sendall(b" ")
+            except OSError:
+                break
+        conn.close()
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(outbound.OutboundFailed) as failed:
+            outbound.post(f"http://127.0.0.1:{server.getsockname()[1]}/h", b"{}", {}, timeout=1)
+        assert str(failed.value) == "no answer from 127.0.0.1 within 1 s"
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
 
 
 def test_a_webhook_redirect_is_a_failed_attempt(agents, recorders):
