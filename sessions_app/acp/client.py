@@ -274,7 +274,10 @@ class HarnessProcess:
                 except ValueError:
                     message = None
                 if not isinstance(message, dict):
-                    self._garbage = repr(text[:200].decode("utf-8", "replace"))
+                    # What it said goes to the log only: run errors are read by every reader
+                    # of the session, and a harness's output may hold anything.
+                    log.warning("ACP harness pid %s wrote non-JSON-RPC: %r", proc.pid, text[:200])
+                    self._garbage = f"a line of {len(text)} bytes"
                     break
                 reader.feed_data(text + b"\n")
         finally:
@@ -298,12 +301,19 @@ class HarnessProcess:
             ended = f"exited with code {code}" if code is not None else "closed its stdout"
             return f"the harness {ended} during the turn{self._stderr_note()}"
         if isinstance(exc, RequestError):
-            return f"the harness answered with an error: {exc}{self._stderr_note()}"
-        return f"the harness sent an invalid ACP message: {str(exc)[:300]}"
+            log.warning("ACP harness pid %s answered with an error: %s", proc.pid, exc)
+            return "the harness answered with an error" + self._stderr_note()
+        log.warning("ACP harness pid %s sent an invalid ACP message: %s", proc.pid, exc)
+        return "the harness sent an invalid ACP message (the worker's log has it)"
 
     def _stderr_note(self) -> str:
+        """Where the harness's stderr went: the worker's log, never the run's error, which
+        every reader of the session sees (a traceback may hold a password or a token)."""
         tail = "\n".join(self.stderr_tail)[-STDERR_TAIL:].strip()
-        return f"; stderr: {tail}" if tail else ""
+        if not tail:
+            return ""
+        log.warning("ACP harness stderr (last %d chars):\n%s", STDERR_TAIL, tail)
+        return "; its stderr is in the worker's log"
 
     async def _end(self, proc: asyncio.subprocess.Process) -> None:
         """Close stdin, then SIGTERM, then SIGKILL the process group."""
