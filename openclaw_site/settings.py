@@ -289,6 +289,28 @@ OPENCLAW_OUTBOUND_ALLOW = _env_list(
     "OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost" if TESTING else ""
 )
 
+
+# --- ACP harnesses (sessions_app/acp/harnesses.py) -------------------------------------------
+# What an operator's `acp.agents` may run: the deployment decides, not an API key. Each entry of
+# OPENCLAW_ACP_COMMANDS is an argv prefix (a program, then any fixed first arguments), entries
+# separated by ";": a harness's command and args must begin with one, so an interpreter is
+# allowed only with its script. Default: the shipped `echo` harness, run by this Python.
+def _acp_commands(raw: str | None) -> list[tuple[str, ...]]:
+    import shlex
+
+    if raw is None:
+        return [(sys.executable, str(BASE_DIR / "sessions_app" / "acp_agents" / "echo.py"))]
+    return [tuple(shlex.split(entry)) for entry in raw.split(";") if entry.strip()]
+
+
+OPENCLAW_ACP_COMMANDS = _acp_commands(os.environ.get("OPENCLAW_ACP_COMMANDS"))
+# The environment variables a harness's `env` may pass on: locale and the model provider keys
+# above, never the deployment's own secrets (SECRET_KEY, DATABASE_URL, ...).
+OPENCLAW_ACP_ENV = _env_list(
+    "OPENCLAW_ACP_ENV",
+    ",".join(["HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", *OPENCLAW_MODEL_KEY_ENVS]),
+)
+
 # import_openclaw: a transcript line longer than this is reported and skipped (docs/import.md).
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("OPENCLAW_IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -46,6 +47,11 @@ def child_env(**extra: str) -> dict:
     env.pop("PYTEST_CURRENT_TEST", None)
     # The fake model and webhook servers listen on loopback (sessions_app/outbound.py).
     env.setdefault("OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost")
+    # The ACP harnesses the tests run (tests/acp_runtime/harness_fixtures.py).
+    from tests.acp_runtime.harness_fixtures import ACP_COMMANDS, ACP_ENV
+
+    env.setdefault("OPENCLAW_ACP_COMMANDS", ";".join(shlex.join(c) for c in ACP_COMMANDS))
+    env.setdefault("OPENCLAW_ACP_ENV", ",".join(ACP_ENV))
     # The test process's key: a PostgreSQL DATABASE_URL is production mode, which needs one,
     # and a session cookie made here must be valid there.
     env.setdefault("SECRET_KEY", django_settings.SECRET_KEY)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from openclaw_common.errors import InvalidArgument
 
 PATH = "acp.agents"
@@ -128,6 +130,36 @@ class HarnessError(Exception):
         self.message = message
 
 
+def deployment_refusal(harness: Harness) -> str | None:
+    """Why the deployment does not let `harness` run (None: it does). Its command and args must
+    begin with an entry of OPENCLAW_ACP_COMMANDS (programs compared as resolved paths), and its
+    `env` may name only OPENCLAW_ACP_ENV: an operator key configures harnesses, but which
+    programs run on the worker, and with which of its secrets, is the deployment's to say."""
+    allowed_env = set(getattr(settings, "OPENCLAW_ACP_ENV", ()))
+    for name in harness.env:
+        if name not in allowed_env:
+            return f"env {name} is not one the deployment lets a harness have (OPENCLAW_ACP_ENV)"
+    program = _program(harness.command, harness.environment()["PATH"])
+    for entry in getattr(settings, "OPENCLAW_ACP_COMMANDS", ()):
+        if not entry:
+            continue
+        fixed = tuple(entry[1:])
+        if (
+            _program(entry[0], os.environ.get("PATH", MINIMAL_PATH)) == program
+            and harness.args[: len(fixed)] == fixed
+        ):
+            return None
+    return (
+        f"command {harness.command!r} with these args is not a program the deployment lets a "
+        "harness run (OPENCLAW_ACP_COMMANDS)"
+    )
+
+
+def _program(command: str, path: str) -> str:
+    found = command if os.path.isabs(command) else shutil.which(command, path=path)
+    return os.path.realpath(found) if found else command
+
+
 def clean_agents(value: Any) -> dict[str, dict[str, Any]]:
     """Validate `acp.agents` (InvalidArgument names the bad entry); returns it normalised."""
     if not isinstance(value, dict):
@@ -141,7 +173,11 @@ def clean_agents(value: Any) -> dict[str, dict[str, Any]]:
                 f"{PATH}: harness id {harness_id!r} must be 1-64 lowercase letters, digits, "
                 "_ or -, starting with a letter or digit"
             )
-        cleaned[harness_id] = parse_harness(harness_id, definition).as_json()
+        harness = parse_harness(harness_id, definition)
+        refused = deployment_refusal(harness)
+        if refused:
+            raise InvalidArgument(f"{PATH}.{harness_id}: {refused}")
+        cleaned[harness_id] = harness.as_json()
     return cleaned
 
 

@@ -24,7 +24,7 @@ from ..runs.backends import BackendError, TurnAborted, TurnOutput
 from ..runs.backends.base import CheckAbort
 from ..runs.flow_state import Flow
 from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS, Event, HarnessProcess
-from .harnesses import Harness, HarnessError, configured
+from .harnesses import Harness, HarnessError, configured, deployment_refusal
 from .transcript import TranscriptWriter
 
 POLL_SECONDS = 0.2
@@ -66,14 +66,22 @@ def harness_for(run: Run) -> Harness:
     harnesses = configured(GatewayConfig.load())
     if harness_id not in harnesses:
         raise BackendError(f'ACP harness "{harness_id}" is no longer configured (acp.agents)')
-    return harnesses[harness_id]
+    harness = harnesses[harness_id]
+    # Checked again when it runs, as a model's apiKeyEnv is: the deployment may have narrowed
+    # its lists since the harness was saved.
+    refused = deployment_refusal(harness)
+    if refused:
+        raise BackendError(f'ACP harness "{harness_id}": {refused}')
+    return harness
 
 
 def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
     harness = harness_for(run)
     flow = Flow.from_json(run.flow)
     try:
-        cwd = flow.cwd or str(harness.resolve_cwd(None))
+        # Resolved again now, not only at spawn: a directory swapped for a symlink out of the
+        # root, or a root narrowed since, is refused before the harness starts there.
+        cwd = str(harness.resolve_cwd(flow.cwd or None))
     except HarnessError as exc:
         raise BackendError(exc.message) from None
     writer = TranscriptWriter(

@@ -11,6 +11,20 @@ from sessions_app import config
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "sessions_app" / "acp_agents" / "echo.py"
 MISBEHAVING = Path(__file__).resolve().parent / "misbehaving_agent.py"
+# What the deployment lets a harness run and pass on, in these tests (conftest.py, tests/live.py).
+ACP_COMMANDS = [
+    (sys.executable, str(ECHO)),
+    (sys.executable, str(MISBEHAVING)),
+    ("/usr/bin/env", "true"),  # a harness that is saved, never run to a turn
+    ("no-such-harness-binary",),  # a command that is not there
+    ("npx", "-y", "@zed-industries/codex-acp"),  # the README's example, registered not run
+]
+ACP_ENV = [
+    "HOME",
+    "LANG",
+    "OPENAI_API_KEY",
+    "OPENCLAW_TEST_VISIBLE",
+]  # the README names OPENAI_API_KEY
 
 
 def echo(root: Path, *, mode: str = "read-only", args: tuple[str, ...] = (), **extra) -> dict:

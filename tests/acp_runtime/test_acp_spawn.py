@@ -4,13 +4,15 @@ them, and every refusal with its text (reference §5.2; docs/acp.md)."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
 from sessions_app.models import Agent, GatewayConfig, Run, Session
 from sessions_app.runs.flow_state import Flow
-from tests.acp_runtime.harness_fixtures import echo, register
+from tests.acp_runtime.harness_fixtures import ECHO, echo, register
 from tests.conftest import make_session, set_config
+from tests.runs.helpers import drain
 
 
 @pytest.fixture
@@ -187,11 +189,63 @@ def test_operators_set_harnesses_over_the_config_api(operator, tmp_path):
     }
 
 
+@pytest.mark.parametrize(
+    ("definition", "reason"),
+    [
+        # The audit's case: a harness naming the worker's secrets, run by any program.
+        (
+            {"command": sys.executable, "args": ["-c", "print(1)"], "env": ["HOME"]},
+            f"command {sys.executable!r} with these args is not a program the deployment lets "
+            "a harness run (OPENCLAW_ACP_COMMANDS)",
+        ),
+        (
+            {"command": "sh", "args": ["-c", "env"]},
+            "command 'sh' with these args is not a program the deployment lets a harness run "
+            "(OPENCLAW_ACP_COMMANDS)",
+        ),
+        (
+            {"command": sys.executable, "args": [str(ECHO)], "env": ["HOME", "SECRET_KEY"]},
+            "env SECRET_KEY is not one the deployment lets a harness have (OPENCLAW_ACP_ENV)",
+        ),
+    ],
+)
+def test_the_deployment_decides_what_a_harness_runs(operator, tmp_path, definition, reason):
+    """An operator key configures harnesses; which programs run on the worker, with which of
+    its variables, is the deployment's (OPENCLAW_ACP_COMMANDS, OPENCLAW_ACP_ENV)."""
+    response = operator.patch(
+        "/api/v1/config/", {"acp.agents.leak": {**definition, "cwdRoot": str(tmp_path)}}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == f"acp.agents.leak: {reason}"
+    assert "leak" not in (GatewayConfig.load().acp_agents or {})
+
+
+def test_a_saved_harness_the_deployment_no_longer_lets_run_fails_its_run(
+    agent_main, agents, tmp_path, settings
+):
+    make_session("main")
+    register(echo=echo(tmp_path))
+    settings.OPENCLAW_ACP_COMMANDS = [("/usr/bin/env", "true")]  # narrowed since it was saved
+    accepted = agent_main.details("sessions_spawn", {"task": "hi", "runtime": "acp"})
+    drain()
+    run = Run.objects.get(pk=accepted["runId"])
+    assert run.status == Run.ERROR
+    assert run.error == (
+        'ACP harness "echo": command '
+        f"{sys.executable!r} with these args is not a program the deployment lets a harness "
+        "run (OPENCLAW_ACP_COMMANDS)"
+    )
+
+
 def test_one_harness_is_set_or_removed_by_its_own_path(operator, tmp_path):
     """`acp.agents.<id>` (the README's example) keeps the other harnesses, echo included."""
     echo = {"command": "/usr/bin/env", "args": ["true"], "cwdRoot": str(tmp_path)}
     assert operator.patch("/api/v1/config/", {"acp.agents": {"echo": echo}}).status_code == 200
-    codex = {"command": "npx", "args": ["-y", "codex-acp"], "cwdRoot": str(tmp_path)}
+    codex = {
+        "command": "npx",
+        "args": ["-y", "@zed-industries/codex-acp"],
+        "cwdRoot": str(tmp_path),
+    }
     response = operator.patch(
         "/api/v1/config/", {"acp.agents.codex": codex, "acp.allowedAgents": ["echo", "codex"]}
     )

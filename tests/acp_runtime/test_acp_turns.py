@@ -243,9 +243,10 @@ def test_a_harness_removed_before_its_turn_fails_the_run(agent_main, home):
     assert run.error == 'ACP harness "echo" is no longer configured (acp.agents)'
 
 
-def test_a_command_that_cannot_be_run_fails_the_run_with_the_os_error(agent_main, home):
+def test_a_command_that_cannot_be_run_fails_the_run_with_the_os_error(agent_main, home, settings):
     script = home / "not-executable.sh"
     script.write_text("#!/bin/sh\n")
+    settings.OPENCLAW_ACP_COMMANDS = [*settings.OPENCLAW_ACP_COMMANDS, (str(script),)]
     register(echo={"command": str(script), "cwdRoot": str(home)})
     child, run = spawn(agent_main)
     drain()
@@ -266,3 +267,20 @@ def test_a_turn_stops_itself_before_the_worker_task_limit(agent_main, home, sett
         'ACP harness "echo": the turn was stopped after 5s, the worker\'s task time limit'
     )
     assert (home / "cancelled.txt").exists()
+
+
+def test_the_cwd_is_resolved_again_when_the_turn_starts(agent_main, home, tmp_path_factory):
+    """Checked at spawn only, `sub` swapped for a symlink out of the root before the worker
+    ran let the harness start outside it (audit, 28 Nov)."""
+    root = home / "root"
+    (root / "sub").mkdir(parents=True)
+    outside = tmp_path_factory.mktemp("outside")
+    register(echo=echo(root))
+    child, run = spawn(agent_main, cwd="sub")
+    (root / "sub").rmdir()
+    (root / "sub").symlink_to(outside)
+    drain()
+    run.refresh_from_db()
+    assert run.status == Run.ERROR
+    assert "is outside the working-directory root" in run.error
+    assert not Message.objects.filter(session=child, extra__acp__event="started").exists()
