@@ -249,15 +249,14 @@ class _PinnedHTTP(http.client.HTTPConnection):
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
     def __init__(self, target: Target, timeout: float):
-        super().__init__(
-            target.host, target.port, timeout=timeout, context=ssl.create_default_context()
-        )
+        self._tls = ssl.create_default_context()
+        super().__init__(target.host, target.port, timeout=timeout, context=self._tls)
         self._address = target.address
 
     def connect(self) -> None:
         self.raw_socket = socket.create_connection((self._address, self.port), self.timeout)
         # The certificate is checked against the name in the URL, not the address.
-        self.sock = self._context.wrap_socket(self.raw_socket, server_hostname=self.host)
+        self.sock = self._tls.wrap_socket(self.raw_socket, server_hostname=self.host)
 
 
 def post(
