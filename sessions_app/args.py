@@ -119,6 +119,8 @@ class Args:
             raise InvalidArgument(f"{name} must have at most {max_items} items")
         if any(len(v) > max_length for v in value):
             raise InvalidArgument(f"{name} items must be at most {max_length} characters")
+        if any("\x00" in v for v in value):  # as string() refuses: no query can take one
+            raise InvalidArgument(f"{name} must not contain NUL characters")
         return [v.strip().lower() for v in value]
 
     def choice(self, name: str, choices: Mapping[Any, Any], *, default: Any, describe: str) -> Any:

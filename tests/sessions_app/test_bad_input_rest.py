@@ -691,6 +691,7 @@ LIST_QUERY_CASES = [
     ({"search": "x" * 201}, "search must be at most 200 characters"),
     ({"kinds": ["main"] * 51}, "kinds must have at most 50 items"),
     ({"kinds": "x" * 65}, "kinds items must be at most 64 characters"),
+    ({"kinds": "main,gr\x00oup"}, "kinds must not contain NUL characters"),
     ({"foo": "1"}, "Unknown argument for sessions_list: foo"),
     ({"sessionKey": "main"}, "Unknown argument for sessions_list: sessionKey"),
     ({"format": "json"}, "Unknown argument for sessions_list: format"),
