@@ -39,7 +39,7 @@ async def http_app(scope, receive, send):
         return
     # Every API request passes the door first: its credential's place and, for a credential
     # not yet seen to authenticate here, a place among the unchecked (sessions_app/api/door.py).
-    ticket = await door.admit(door.header_of(scope, b"authorization"))
+    ticket = await door.admit(_header(scope, b"authorization"))
     if not isinstance(ticket, door.Ticket):
         await door.send_429(send, ticket)
         return
@@ -53,6 +53,13 @@ async def http_app(scope, receive, send):
         await app({**scope, door.TICKET: ticket}, receive, send_through)
     finally:
         ticket.leave()
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
 
 
 # HTTP is Django; /ws/ is the live-updates WebSocket (docs/live.md). It reads the browser's

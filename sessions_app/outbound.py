@@ -44,6 +44,7 @@ _EMBEDDED_IPV4_LOW = (
     ipaddress.ip_network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT)
     ipaddress.ip_network("::/96"),  # IPv4-compatible (deprecated)
 )
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")  # 6to4: the IPv4 address in bits 16-48
 # What an error may say of a remote Content-Type: one of these, else "other". A header is remote
 # text (any token-shaped string is a valid media type), and errors never echo remote text.
 _KNOWN_MEDIA_TYPES = frozenset(

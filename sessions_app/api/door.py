@@ -224,14 +224,6 @@ async def _wait_for_ticket(authorization: str | None) -> Ticket | str:
                 del _waiting[line]
 
 
-def header_of(scope: dict, name: bytes) -> str | None:
-    """An ASGI request's header (`name` lowercase), decoded as HTTP headers are (latin-1)."""
-    for key, value in scope.get("headers") or ():
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
-
-
 def authenticate(authorization: str | None, scope: dict | None) -> ApiKey:
     """identity.authenticate for a request that came through the door (`scope`: its ASGI
     scope, None elsewhere), telling the door's ticket how the lookup went."""

@@ -71,7 +71,7 @@ async def read_body(scope, receive):
 
     The setting is read per request, not given to the SDK's session manager (built once per
     event loop), whose own limit is fixed at 4 MiB: below the API's 8 MiB default."""
-    check_size(door.header_of(scope, b"content-length"))
+    check_size(_header(scope, b"content-length"))
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     body = bytearray()
     complete = False
@@ -93,6 +93,13 @@ async def read_body(scope, receive):
         return queued.pop(0) if queued else await receive()
 
     return replay
+
+
+def _header(scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
 
 
 async def _send_response(send, response: HttpResponse) -> None:
@@ -150,7 +157,7 @@ class McpApp:
             return
         try:
             # The key first, then the body: a bad or over-limit key costs no upload.
-            api_key = await in_thread(admit)(door.header_of(scope, b"authorization"), scope)
+            api_key = await in_thread(admit)(_header(scope, b"authorization"), scope)
             receive = await read_body(scope, receive)
         except Exception as exc:
             response = refusal(exc)

@@ -400,19 +400,18 @@ def _turn_input(run: Run) -> TurnInput:
     )
 
 
-def offered_tools(run: Run, *, owner: bool, config: GatewayConfig | None = None) -> list[str]:
+def offered_tools(run: Run, *, owner: bool) -> list[str]:
     """The tools the run's agent is offered on this turn (runs/tool_specs.offered_names)."""
     from .tool_specs import offered_names
 
     session = run.session
     agent: Agent = session.agent
-    config = config or GatewayConfig.load()
     return offered_names(
         agent.tools_allow,
         agent.tools_deny,
         is_subagent=session.spawn_depth > 0,
         orchestrator=is_orchestrator(session),
-        subagent_tools=config.subagent_tools if session.spawn_depth else None,
+        subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
         owner_turn=owner,
         session_overrides=session_tool_overrides(session),
     )
@@ -479,7 +478,7 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
     requester = requester_for_session(
         run.session, owner_turn=owner_turn(run), sandboxed=run.sandboxed
     )
-    refused = not_offered(run, name, requester.config)
+    refused = not_offered(run, name)
     if refused:
         return {"status": "forbidden", "error": refused}
     token = current_run.set(run)
@@ -505,19 +504,18 @@ def call_tool(run: Run, name: str, arguments: dict) -> dict:
         current_run.reset(token)
 
 
-def not_offered(run: Run, name: str, config: GatewayConfig) -> str | None:
+def not_offered(run: Run, name: str) -> str | None:
     """Why the run may not call `name`, a tool it was not offered (a script, or a model naming
     what it was not given, calls what it likes): the setting that left it out. None when it
     was offered, or is not a tool at all (the registry answers "Tool not available"). The
-    owner-gated `sessions` answers other turns itself, with its own refusal (tools/sessions.py),
-    so the offer is taken as on an owner's turn."""
+    owner-gated tools answer for themselves, with their own refusal (tools/sessions_tool.py)."""
     from ..tools import TOOLS
     from .tool_specs import agent_lists_allow, narrow
 
-    if name not in TOOLS or name in offered_tools(run, owner=True, config=config):
+    if name not in TOOLS or name in offered_tools(run, owner=True):
         return None
     session = run.session
-    if session.spawn_depth and not narrow(config.subagent_tools, [name]):
+    if session.spawn_depth and not narrow(GatewayConfig.load().subagent_tools, [name]):
         return f"{name} is not allowed for sub-agents (tools.subagents.tools)"
     overrides = session_tool_overrides(session)
     if overrides and not narrow(overrides, [name]):

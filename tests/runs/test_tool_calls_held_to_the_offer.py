@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from sessions_app.models import GatewayConfig, Message, Run, Session
+from sessions_app.models import Message, Run, Session
 from sessions_app.runs.engine import not_offered, offered_tools
 from sessions_app.runs.tool_specs import ALL_TOOLS
 from tests.conftest import make_agent, make_session, set_config, user
@@ -128,12 +128,9 @@ def test_a_call_is_refused_exactly_when_the_tool_was_not_offered(
     session = make_session(f"agent:main:depth{depth}")
     Session.objects.filter(pk=session.pk).update(spawn_depth=depth, extra=extra)
     run = Run(session=Session.objects.get(pk=session.pk), kind="ingest")
-    config = GatewayConfig.load()
-    offered = set(offered_tools(run, owner=True, config=config))
+    offered = set(offered_tools(run, owner=True))
     assert offered or tools.get("deny")  # the cases offer something to refuse beside
     for name in ALL_TOOLS:
-        refused = not_offered(run, name, config)
+        refused = not_offered(run, name)
         assert (refused is None) == (name in offered), (name, refused)
-    assert (
-        not_offered(run, "no_such_tool", config) is None
-    )  # the registry says "Tool not available"
+    assert not_offered(run, "no_such_tool") is None  # the registry says "Tool not available"
