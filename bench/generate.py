@@ -45,8 +45,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from bench import shapes  # noqa: E402
-from sessions_app import sanitize  # noqa: E402
-from sessions_app.agents import upsert_agent  # noqa: E402
+from sessions_app.lib import sanitize  # noqa: E402
+from sessions_app.manage.agents import upsert_agent  # noqa: E402
 from sessions_app.models import GatewayConfig, Message, Session  # noqa: E402
 
 DAY_MS = 86_400_000

@@ -45,7 +45,7 @@ def child(case: str, calls: int) -> None:
     django.setup()
     from django.test import Client
 
-    from sessions_app.identity import requester_for
+    from sessions_app.access.identity import requester_for
     from sessions_app.models import ApiKey, Run
     from sessions_app.runs.engine import execute_run
     from sessions_app.tools.sessions_send import start_send

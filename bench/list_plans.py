@@ -31,7 +31,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from sessions_app.identity import requester_for_session  # noqa: E402
+from sessions_app.access.identity import requester_for_session  # noqa: E402
 from sessions_app.models import GatewayConfig, Session  # noqa: E402
 from sessions_app.tools.sessions_list import sessions_list  # noqa: E402
 from sessions_app.ui import queries  # noqa: E402

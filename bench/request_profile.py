@@ -46,7 +46,7 @@ import orjson  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from sessions_app.identity import requester_for  # noqa: E402
+from sessions_app.access.identity import requester_for  # noqa: E402
 from sessions_app.models import ApiKey, GatewayConfig, Session  # noqa: E402
 from sessions_app.tools.sessions_history import sessions_history  # noqa: E402
 from sessions_app.tools.sessions_list import sessions_list  # noqa: E402

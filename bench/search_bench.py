@@ -49,7 +49,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 
 from sessions_app import state_log, store  # noqa: E402
-from sessions_app.identity import requester_for  # noqa: E402
+from sessions_app.access.identity import requester_for  # noqa: E402
 from sessions_app.models import Agent, ApiKey, GatewayConfig, Message, Session  # noqa: E402
 from sessions_app.tools.session_status import session_status  # noqa: E402
 from sessions_app.tools.sessions_search import sessions_search  # noqa: E402

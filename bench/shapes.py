@@ -255,7 +255,7 @@ FROM (
 def message_templates() -> list[dict]:
     """A cycle of user → toolCall → toolResult → assistant messages, 64 of each, with the
     columns as stored (JSON as text) and redact_needed decided as the store decides it."""
-    from sessions_app import sanitize
+    from sessions_app.lib import sanitize
 
     words = ["deploy", "build", "logs", "failing", "test", "retry", "cache", "database", "index", "query", "latency", "review", "branch", "merge", "release", "notes", "schedule", "meeting", "summary", "draft"]  # fmt: skip
     templates = []

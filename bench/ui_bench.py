@@ -176,7 +176,7 @@ def phase_list(args) -> dict:
 
 def generate_transcript(count: int) -> None:
     from sessions_app import store
-    from sessions_app.agents import upsert_agent
+    from sessions_app.manage.agents import upsert_agent
 
     upsert_agent(api_key=None, agent_id="main", data={"name": "Main"})
     session, _ = store.upsert_session(

@@ -8,7 +8,7 @@
   made on first start and kept in VAR_DIR/secret_key (mode 0600).
 - DEBUG, ALLOWED_HOSTS; OPENCLAW_HTTPS and its companions (Secure cookies, HSTS, SSL redirect).
 - OPENCLAW_MODEL_KEY_ENVS, OPENCLAW_OUTBOUND_ALLOW: what a model backend or webhook may use and
-  reach (sessions_app/outbound.py; README "Production mode").
+  reach (sessions_app/lib/outbound.py; README "Production mode").
 """
 
 import os
@@ -126,8 +126,8 @@ if _env_bool("OPENCLAW_PROXY_SSL_HEADER", False):
     # Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
-# Database sessions whose cookie value is checked before the lookup (sessions_app/session_store.py).
-SESSION_ENGINE = "sessions_app.session_store"
+# Database sessions whose cookie value is checked before the lookup (sessions_app/access/login_sessions.py).
+SESSION_ENGINE = "sessions_app.access.login_sessions"
 # The page CSP (openclaw_site/middleware.py): the browser's scripts and styles are files of
 # our own (sessions_app/static/ui), images are ours or data: URLs; the admin keeps Django's.
 CONTENT_SECURITY_POLICY = os.environ.get(
@@ -274,7 +274,7 @@ if Q_BROKER == "redis" and REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
 
-# --- Outbound requests (sessions_app/outbound.py) ------------------------------------------
+# --- Outbound requests (sessions_app/lib/outbound.py) ------------------------------------------
 # The environment variables a model backend's `apiKeyEnv` may name: provider keys, never the
 # deployment's own secrets.
 OPENCLAW_MODEL_KEY_ENVS = _env_list(
@@ -384,8 +384,8 @@ LOGGING = {
 }
 
 # --- Access limits (issue 16): API rate and concurrency per key, login throttling, JSON depth,
-# password rules. sessions_app/api/ratelimit.py, sessions_app/login_throttle.py,
-# sessions_app/jsondepth.py; README "Production mode". 0 turns a limit off.
+# password rules. sessions_app/api/ratelimit.py, sessions_app/access/login_throttle.py,
+# sessions_app/lib/jsondepth.py; README "Production mode". 0 turns a limit off.
 OPENCLAW_API_RATE_LIMIT = int(os.environ.get("OPENCLAW_API_RATE_LIMIT", "20000"))
 OPENCLAW_API_RATE_WINDOW_SECONDS = int(os.environ.get("OPENCLAW_API_RATE_WINDOW_SECONDS", "60"))
 OPENCLAW_API_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_API_CONCURRENCY_LIMIT", "64"))

@@ -3,11 +3,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
+from sessions_app.access.login_throttle import throttled
 from sessions_app.api.openclaw_paths import session_history
 from sessions_app.api.tools_invoke import tools_invoke
-from sessions_app.login_throttle import throttled
 
-# Both login forms count failed attempts (sessions_app/login_throttle.py).
+# Both login forms count failed attempts (sessions_app/access/login_throttle.py).
 admin.site.login = throttled(admin.site.login)
 
 # A page that failed because the database was unreachable is a 503 with Retry-After, not a 500.

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from openclaw_common import keys
 
-from . import rawsql
+from .lib import rawsql
 
 
 def live_hint(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:

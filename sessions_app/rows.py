@@ -17,7 +17,7 @@ from django.db.models.functions import RowNumber
 
 from openclaw_common import keys
 
-from . import jsontext
+from .lib import jsontext
 from .models import Session, SessionEvent, total_tokens_of
 
 _SessionsT = TypeVar("_SessionsT", bound=QuerySet[Session])

@@ -104,7 +104,7 @@ def notify(session: Session, text: str, *, source_key: str) -> str:
 def take_notifications(session_pk: int) -> str:
     """The queued notifications as a prompt block, consumed; "" when none. One statement
     (DELETE … RETURNING, PostgreSQL and SQLite ≥ 3.35): every turn runs it."""
-    from . import rawsql
+    from .lib import rawsql
 
     with connection.cursor() as cursor:
         cursor.execute(

@@ -16,7 +16,8 @@ from django.db import IntegrityError, transaction
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, NotFound
 
-from . import jsondepth, sanitize, state_log
+from . import state_log
+from .lib import jsondepth, sanitize
 from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session, live_hint, now_ms
 
 MAX_MESSAGES_PER_APPEND = 1000
@@ -753,7 +754,7 @@ def sent_by_owner(api_key: ApiKey, messages: list[Message]) -> bool:
 def record_human_message(session: Session, messages: list[Message]) -> None:
     """One `human_direct_message` state event for an ingested batch holding a person's message
     (a user message not relayed from another session). The append holds the session's lock."""
-    from .search import message_text
+    from .reads.search import message_text
 
     human = [
         m

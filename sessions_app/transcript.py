@@ -21,7 +21,7 @@ from django.db.models import Q, QuerySet
 
 from openclaw_common.dbstep import db_step
 
-from . import jsontext, rawsql, sanitize
+from .lib import jsontext, rawsql, sanitize
 from .models import Message, Session
 
 if TYPE_CHECKING:
@@ -306,7 +306,7 @@ def _cold_tails(
     """The last messages of those sessions without rows that are cold, read from their files
     (9.6: lists keep payloads archived; nothing is restored). One query, only when a session
     came back empty; TranscriptUnavailable when a file is lost."""
-    from . import cold_storage
+    from .storage import cold_storage
 
     for pk, tail in cold_storage.listed_messages(empty, last=count):
         kept = [m for m in tail if m.role != TOOL_RESULT]

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 
 from sessions_app import store
-from sessions_app.agents import upsert_agent
+from sessions_app.manage.agents import upsert_agent
 from sessions_app.models import ApiKey, GatewayConfig, Session
 from tests.fake_openai import fake_openai  # noqa: F401  (a fixture, shared by every test module)
 

@@ -45,7 +45,7 @@ def child_env(**extra: str) -> dict:
     env = dict(os.environ)
     env["DATABASE_URL"] = test_database_url()
     env.pop("PYTEST_CURRENT_TEST", None)
-    # The fake model and webhook servers listen on loopback (sessions_app/outbound.py).
+    # The fake model and webhook servers listen on loopback (sessions_app/lib/outbound.py).
     env.setdefault("OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost")
     # The ACP harnesses the tests run (tests/acp_runtime/harness_fixtures.py).
     from tests.acp_runtime.harness_fixtures import ACP_COMMANDS, ACP_ENV

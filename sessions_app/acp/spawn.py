@@ -16,7 +16,7 @@ from django.db import transaction
 
 from openclaw_common.errors import Forbidden
 
-from ..identity import Requester
+from ..access.identity import Requester
 from ..models import Agent, GatewayConfig, Run
 from ..runs.chain import next_hop
 from ..runs.subagent_limits import limits_for

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from openclaw_common.dbstep import db_step
 
-from ..args import Args
+from ..lib.args import Args
 from ..runs import engine
 from ..runs.lookup import get_run_for, run_as_dict
 from ..runs.wait import wait_for_run

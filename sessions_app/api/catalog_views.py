@@ -10,7 +10,8 @@ from rest_framework.views import APIView
 
 from openclaw_common.errors import InvalidArgument, NotFound
 
-from .. import model_catalog, store
+from .. import store
+from ..manage import model_catalog
 from ..models import Agent, GatewayConfig
 from ..store import require_scope
 from . import http

@@ -44,7 +44,7 @@ from django.conf import settings
 
 from openclaw_common.errors import Unauthenticated
 
-from ..identity import authenticate as identity_authenticate
+from ..access.identity import authenticate as identity_authenticate
 from ..models import ApiKey
 from . import ratelimit
 

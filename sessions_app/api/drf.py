@@ -13,8 +13,8 @@ from rest_framework.renderers import JSONRenderer
 
 from openclaw_common.errors import InvalidArgument, Unauthenticated
 
-from ..args import Args
-from ..jsontext import dumps_bytes
+from ..lib.args import Args
+from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
 from . import door, http, ratelimit
 

@@ -24,8 +24,8 @@ from django.views.decorators.csrf import csrf_exempt
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, ToolError, Unauthenticated
 
-from ..identity import Requester, requester_for
-from ..jsontext import dumps_bytes
+from ..access.identity import Requester, requester_for
+from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
 from ..runs.wait import WaitUnavailable
 from ..store import check_storable

@@ -13,8 +13,8 @@ from rest_framework.views import APIView
 
 from openclaw_common.errors import InvalidArgument
 
-from .. import patch_fields, session_admin
-from ..args import Args
+from ..lib.args import Args
+from ..manage import patch_fields, session_admin
 from .drf import json_body, no_query_args, query_args
 from .schema import (
     GROUP_NAME_PATH,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..send_policy_api import DRY_RUN_MAX_LIMIT
+from ..manage.send_policy_api import DRY_RUN_MAX_LIMIT
 from ..tools.shapes import BOOLEAN, INTEGER, STRING, array, obj
 
 JSON = dict[str, Any]

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from openclaw_common.errors import NotFound
 
-from .. import send_policy_api as api
+from ..manage import send_policy_api as api
 from ..store import require_scope
 from .drf import json_body, no_query_args
 from .schema import operation, ref

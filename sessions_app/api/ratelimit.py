@@ -32,7 +32,7 @@ from django.http import HttpResponse
 
 from openclaw_common.errors import ToolError
 
-from ..jsontext import dumps_bytes
+from ..lib.jsontext import dumps_bytes
 
 DEFAULT_RATE_LIMIT = 20_000
 DEFAULT_RATE_WINDOW_SECONDS = 60

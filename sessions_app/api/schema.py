@@ -17,9 +17,10 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from openclaw_common import keys
 
-from .. import config as config_mod
-from .. import patch_fields, store
+from .. import store
 from ..acp import harnesses
+from ..manage import config as config_mod
+from ..manage import patch_fields
 from ..tools import TOOLS, shapes
 from ..tools import declaration as decl
 from ..tools.shapes import BOOLEAN, INTEGER, STRING, array, obj

@@ -15,7 +15,7 @@ from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, Refusal
 
 from .. import store
-from ..jsontext import dumps_pretty
+from ..lib.jsontext import dumps_pretty
 from ..tools import TOOLS
 from . import http
 

@@ -11,18 +11,20 @@ from rest_framework.views import APIView
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument
 
-from .. import agents as agents_mod
-from .. import cold_storage, patch_fields, store
-from .. import config as config_mod
-from ..args import Args
-from ..identity import Requester
-from ..jsonl_export import jsonl_response
+from .. import store
+from ..access.identity import Requester
+from ..access.resolve import resolve_session, resolve_session_id
+from ..lib.args import Args
 from ..live import sse
 from ..live.subscribers import Followed
+from ..manage import agents as agents_mod
+from ..manage import config as config_mod
+from ..manage import patch_fields
 from ..models import ApiKey, GatewayConfig
-from ..resolve import resolve_session, resolve_session_id
+from ..reads.jsonl_export import jsonl_response
 from ..rows import row_of
 from ..runs import control
+from ..storage import cold_storage
 from ..tools import agents_list as agents_list_tool
 from ..tools import session_status as session_status_tool
 from ..tools import sessions_list as sessions_list_tool

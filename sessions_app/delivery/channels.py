@@ -10,7 +10,7 @@ from django.db import transaction
 
 from openclaw_common.errors import InvalidArgument
 
-from .. import outbound
+from ..lib import outbound
 from .adapters import channel_adapters
 from .models import ChannelConfig
 

@@ -16,10 +16,10 @@ import binascii
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from .. import cold_storage
-from ..identity import Requester
+from ..access.identity import Requester
+from ..access.resolve import resolve_session
 from ..models import Message, Session
-from ..resolve import resolve_session
+from ..storage import cold_storage
 from ..tools.sessions_history import DECLARATION, sessions_history
 from ..transcript import bound, message_rows
 

@@ -34,12 +34,12 @@ from django.http.request import split_domain_port, validate_host
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Unauthenticated
 
-from .. import cold_storage
+from ..access.identity import requester_for, requester_for_user
+from ..access.resolve import canonical_for, resolve_session
 from ..api import door, ratelimit
-from ..identity import requester_for, requester_for_user
-from ..jsontext import dumps_bytes
+from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
-from ..resolve import canonical_for, resolve_session
+from ..storage import cold_storage
 from ..store import check_storable
 from ..tools import TOOLS
 from . import chat_history, limits, session_reads, session_rpcs

@@ -34,11 +34,13 @@ from django.db import close_old_connections
 
 from openclaw_common import keys
 
-from .. import rows, sanitize, transcript, visibility
+from .. import rows, transcript
+from ..access import visibility
+from ..access.resolve import forbidden_text
+from ..access.visibility import can_list
+from ..lib import sanitize
 from ..models import Agent, ApiKey, GatewayConfig, Message, Run, Session, now_ms
-from ..resolve import forbidden_text
 from ..runs import subagent_tasks
-from ..visibility import can_list
 from . import hints, limits
 from .subscribers import Event, Followed, Subscriber
 

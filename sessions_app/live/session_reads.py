@@ -12,11 +12,12 @@ import time
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument, NotFound
 
-from .. import cold_storage, visibility
-from ..identity import Requester
+from ..access import visibility
+from ..access.identity import Requester
+from ..access.resolve import find_session, forbidden_text, resolve_session
+from ..lib.sanitize import redact, redact_message, texts_of
 from ..models import Session
-from ..resolve import find_session, forbidden_text, resolve_session
-from ..sanitize import redact, redact_message, texts_of
+from ..storage import cold_storage
 from ..transcript import read_page
 from .session_rpcs import closed
 

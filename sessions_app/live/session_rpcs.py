@@ -13,8 +13,8 @@ from typing import Any
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument
 
-from .. import patch_fields, session_admin
-from ..identity import Requester
+from ..access.identity import Requester
+from ..manage import patch_fields, session_admin
 from ..models import Session
 
 # Nobody is "current" over the gateway: archiving always names the expected sessionId.

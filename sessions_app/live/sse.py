@@ -27,8 +27,8 @@ from rest_framework.renderers import BaseRenderer
 from openclaw_common.dbstep import release_connection
 from openclaw_common.errors import InvalidArgument
 
-from ..identity import Requester
-from ..jsontext import dumps_bytes
+from ..access.identity import Requester
+from ..lib.jsontext import dumps_bytes
 from . import limits
 from .hub import Hub
 from .subscribers import Close, Event, Followed, Subscriber

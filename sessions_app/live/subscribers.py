@@ -13,8 +13,8 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from .. import visibility
-from ..identity import Requester
+from ..access import visibility
+from ..access.identity import Requester
 from . import limits
 
 

@@ -21,13 +21,16 @@ from django.db import transaction
 from openclaw_common import keys
 from openclaw_common.errors import NotFound
 
-from .. import cold_storage, list_enrichment, sanitize, transcript
+from .. import transcript
+from ..access.identity import Requester
+from ..access.resolve import resolve_session
 from ..delivery import targets
 from ..delivery.outbox import enqueue_delivery
-from ..identity import Requester
+from ..lib import sanitize
 from ..models import Message, Session
-from ..resolve import resolve_session
+from ..reads import list_enrichment
 from ..rows import session_row
+from ..storage import cold_storage
 from ..tools import TOOLS
 from ..tools.declaration import Boolean, Declaration, Integer, String, Tool
 from ..tools.shapes import ANY_OBJECT, MESSAGE, NULLABLE_INTEGER, STRING, array, obj
@@ -327,7 +330,7 @@ BRIDGE_TOOLS = tuple(TOOLS_BY_NAME.values())
 
 def result_text(name: str, details: dict) -> str | None:
     """OpenClaw's text for a bridge tool's result (None: not a bridge tool)."""
-    from ..jsontext import dumps_pretty
+    from ..lib.jsontext import dumps_pretty
 
     if name == "conversations_list":
         return f"conversations: {len(details['conversations'])}\n\n{dumps_pretty(details)}"

@@ -22,13 +22,15 @@ from typing import Any
 
 from django.db import connection
 
-from .. import sanitize, transcript, visibility
-from ..identity import Requester
+from .. import transcript
+from ..access import visibility
+from ..access.identity import Requester
+from ..access.resolve import resolve_session
+from ..lib import sanitize
 from ..live.consumer import in_thread
 from ..live.hub import Hub
 from ..live.subscribers import Subscriber
 from ..models import Message, Session
-from ..resolve import resolve_session
 from ..rows import session_row
 from ..tools.declaration import Declaration, Integer, String, Tool
 from ..tools.sessions_list import visible_filter

@@ -33,9 +33,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from openclaw_common.errors import Unauthenticated
 
+from ..access.identity import Requester, requester_for
 from ..api import door, ratelimit
 from ..api.http import TOO_LARGE, check_size, error_json, error_response
-from ..identity import Requester, requester_for
 from ..models import ApiKey
 from .server import build_server, in_thread
 

@@ -29,12 +29,12 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from openclaw_common import keys
 from openclaw_common.errors import Refusal, ToolError
 
-from ..identity import Requester
-from ..jsontext import dumps_pretty
+from ..access.identity import Requester
+from ..access.resolve import resolve_session
+from ..lib.jsontext import dumps_pretty
 from ..live.consumer import in_thread
 from ..live.hub import Hub
 from ..live.subscribers import Close, Event, Followed, Subscriber
-from ..resolve import resolve_session
 from ..tools import TOOLS
 
 SCHEME = "session://"

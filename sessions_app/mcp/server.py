@@ -28,9 +28,9 @@ from mcp.shared.exceptions import MCPError
 
 from openclaw_common.errors import InvalidArgument, Refusal, ToolError
 
+from ..access.identity import Requester
 from ..api.http import is_unavailable
 from ..api.tools_invoke import tool_result
-from ..identity import Requester
 
 # ORM code off the event loop on the shared pool, stale connections dropped around it: MCP
 # requests run outside Django's request cycle, as the WebSocket's do.

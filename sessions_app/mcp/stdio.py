@@ -18,7 +18,7 @@ from mcp.server.stdio import stdio_server
 
 from openclaw_common.errors import Unauthenticated
 
-from ..identity import Requester, authenticate, requester_for
+from ..access.identity import Requester, authenticate, requester_for
 from .server import build_server, in_thread
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")

@@ -10,7 +10,7 @@ PostgreSQL: a text search configuration `openclaw_search` ('simple' — no stemm
 words — plus unaccent where the extension can be created, so diacritics are removed as on
 SQLite) and one GIN expression index over sessions_app_message_text(content) (migration 0008).
 It replaces 0008's `message_text_search`: the transcript browser's search now uses this index
-through the same function (sessions_app/search.py), so each message keeps one text index.
+through the same function (sessions_app/reads/search.py), so each message keeps one text index.
 CONCURRENTLY (hence atomic = False): building it on millions of rows must not block appends.
 
 Only the roles search reads are indexed: user and assistant text, and toolResult text for

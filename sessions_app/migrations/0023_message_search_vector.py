@@ -1,5 +1,5 @@
 """PostgreSQL: the search text of a message is stored once, in `search_vector`, instead of being
-parsed again wherever it is read (sessions_app/search.py).
+parsed again wherever it is read (sessions_app/reads/search.py).
 
 0015 indexed the expression `to_tsvector('openclaw_search', sessions_app_message_text(content))`.
 The index finds the matches, but every plan that filters or ranks them re-parses each message it

@@ -34,8 +34,9 @@ from django.utils import timezone
 from openclaw_common import taskqueue
 from openclaw_common.errors import Refusal, ToolError
 
-from .. import rawsql, state_log, store
-from ..identity import requester_for_session
+from .. import state_log, store
+from ..access.identity import requester_for_session
+from ..lib import rawsql
 from ..models import Agent, GatewayConfig, Run, Session
 from . import completions, flows, lanes, notify, outage
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
@@ -433,7 +434,7 @@ def session_tool_overrides(session: Session) -> dict | None:
 def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
     """The transcript the turn sees: up to and including its own input message, so a turn never
     answers what another run appended to the same session after it was started."""
-    from ..cold_storage import ensure_hot
+    from ..storage.cold_storage import ensure_hot
     from ..transcript import context_messages
 
     ensure_hot(session)  # a message sent to a cold session: the turn sees its whole history
@@ -668,6 +669,6 @@ def after_finish(run: Run, sessions: dict[str, Session]) -> None:
             taskqueue.after_commit(enqueue, ready)
     if (run.session.extra or {}).get("archiveAfterRun"):
         # The session archived itself during this run (the sessions tool defers it).
-        from .. import session_admin
+        from ..manage import session_admin
 
         taskqueue.after_commit(session_admin.archive_scheduled, run.session_id)

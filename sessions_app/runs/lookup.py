@@ -8,8 +8,8 @@ from datetime import datetime
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument, NotFound
 
-from .. import visibility
-from ..identity import Requester
+from ..access import visibility
+from ..access.identity import Requester
 from ..models import Run
 
 

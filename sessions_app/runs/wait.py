@@ -23,7 +23,7 @@ from django.db import DatabaseError
 
 from openclaw_common.dbstep import release_connection
 
-from .. import rawsql
+from ..lib import rawsql
 from ..models import Run
 from . import outage
 from .notify import RUN_CHANNEL_PREFIX

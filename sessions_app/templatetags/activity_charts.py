@@ -1,12 +1,13 @@
 """`{% agent_activity %}`: per agent, runs per hour, median run time and tokens over the last
-day (sessions_app/activity.py, cached), as a table of inline SVG charts. The admin's index and
+day (sessions_app/reads/activity.py, cached), as a table of inline SVG charts. The admin's index and
 the browser's session list both show it."""
 
 from __future__ import annotations
 
 from django import template
 
-from .. import activity, charts
+from ..lib import charts
+from ..reads import activity
 from ..ui.present import compact_number, duration
 
 register = template.Library()

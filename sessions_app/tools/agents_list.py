@@ -6,8 +6,8 @@ from typing import Any
 
 from openclaw_common import keys
 
-from .. import model_catalog
-from ..identity import Requester
+from ..access.identity import Requester
+from ..manage import model_catalog
 from ..models import Agent
 from .declaration import Declaration, Tool
 from .shapes import BOOLEAN, STRING, array, obj

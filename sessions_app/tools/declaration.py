@@ -1,7 +1,7 @@
 """A tool declared once: name, description, parameters and the shape of its result.
 
 Everything a caller sees of a tool comes from its declaration: the argument checking the tool
-runs (`Declaration.read`, with the error texts of sessions_app/args.py), the JSON schema a model
+runs (`Declaration.read`, with the error texts of sessions_app/lib/args.py), the JSON schema a model
 is offered (runs/tool_specs.py), the `/tools/invoke` request and response documented in the
 OpenAPI schema (api/schema.py), the WebSocket RPC table (live/consumer.py) and any later
 protocol (MCP). tests/sessions_app/test_tool_declarations.py checks that they all agree.
@@ -23,7 +23,7 @@ from typing import Any
 
 from openclaw_common.errors import InvalidArgument
 
-from ..args import Args
+from ..lib.args import Args
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 
 from openclaw_common.errors import ToolError
 
-from ..identity import Requester
+from ..access.identity import Requester
 from .declaration import Tool
 
 

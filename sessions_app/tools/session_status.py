@@ -7,10 +7,13 @@ from typing import Any
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument, NotFound
 
-from .. import model_catalog, state_log, status_card, store, visibility
-from ..identity import Requester
+from .. import state_log, store
+from ..access import visibility
+from ..access.identity import Requester
+from ..access.resolve import find_session, forbidden_text
+from ..manage import model_catalog
 from ..models import Session
-from ..resolve import find_session, forbidden_text
+from ..reads import status_card
 from .declaration import Declaration, Integer, String, Tool
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj
 

@@ -13,8 +13,8 @@ from typing import Any
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from .. import session_admin
-from ..identity import Requester
+from ..access.identity import Requester
+from ..manage import session_admin
 from ..models import Agent
 from .declaration import Boolean, Declaration, String, Structured, Tool
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj

@@ -7,10 +7,12 @@ from typing import Any
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from .. import cold_storage, history_read, transcript
-from ..identity import Requester
+from .. import transcript
+from ..access.identity import Requester
+from ..access.resolve import resolve_session
 from ..models import Session
-from ..resolve import resolve_session
+from ..reads import history_read
+from ..storage import cold_storage
 from .declaration import Boolean, Declaration, Integer, String, Tool
 from .shapes import (
     ANY_OBJECT,

@@ -11,10 +11,12 @@ from django.db.models import Q, QuerySet
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from .. import list_enrichment, transcript, visibility
-from ..identity import Requester
-from ..list_enrichment import ENRICH_ROWS
+from .. import transcript
+from ..access import visibility
+from ..access.identity import Requester
 from ..models import Agent, Run, Session, SessionQuerySet, now_ms
+from ..reads import list_enrichment
+from ..reads.list_enrichment import ENRICH_ROWS
 from ..rows import page_rows, session_row, with_state_version
 from .declaration import Boolean, Choice, Declaration, Integer, String, StringList, Tool
 from .shapes import BOOLEAN, INTEGER, SESSION_ROW, STRING, array, obj

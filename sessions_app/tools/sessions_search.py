@@ -10,11 +10,12 @@ from django.db.models import Q
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
-from .. import history_read, search, visibility
-from ..args import Args
-from ..identity import Requester
+from ..access import visibility
+from ..access.identity import Requester
+from ..access.resolve import resolve_session
+from ..lib.args import Args
 from ..models import Session, unlisted_keys
-from ..resolve import resolve_session
+from ..reads import history_read, search
 from .declaration import Boolean, Declaration, Integer, String, Tool
 from .sessions_list import visible_filter
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj

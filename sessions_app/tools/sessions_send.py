@@ -19,10 +19,11 @@ from openclaw_common import keys
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import Forbidden, InvalidArgument, NotFound, Refusal
 
-from .. import send_modes, store, visibility
-from ..identity import Requester
+from .. import send_modes, store
+from ..access import visibility
+from ..access.identity import Requester
+from ..access.resolve import canonical_for, forbidden_text, resolve_session
 from ..models import Agent, Run, Session
-from ..resolve import canonical_for, forbidden_text, resolve_session
 from ..runs import prompts
 from ..runs.chain import Chain, current_run, next_hop
 from ..runs.completion_model import Completion

@@ -28,8 +28,9 @@ from django.db import transaction
 from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument
 
-from .. import model_catalog, send_modes, store
-from ..identity import Requester
+from .. import send_modes, store
+from ..access.identity import Requester
+from ..manage import model_catalog
 from ..models import Agent, GatewayConfig, Run, Session
 from ..runs import fork, prompts
 from ..runs.attachments import (

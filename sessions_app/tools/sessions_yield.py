@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
-from ..identity import Requester
+from ..access.identity import Requester
 from ..models import Run, Session
 from ..runs import completions, subagent_tasks
 from ..runs.chain import current_run

@@ -14,7 +14,7 @@ from django.utils import timezone
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument
 
-from ..identity import Requester
+from ..access.identity import Requester
 from ..models import Session
 from ..runs import control, prompts, subagent_tasks
 from ..runs.subagent_limits import is_leaf

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from openclaw_common import keys
 
-from .. import sanitize
+from ..lib import sanitize
 from ..transcript import TOOL_RESULT, seq_of
 
 PREVIEW_CHARS = 160

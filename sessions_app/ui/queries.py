@@ -16,9 +16,10 @@ from django.db.models import Q
 
 from openclaw_common import keys
 
-from .. import sanitize, transcript
-from .. import search as message_search
+from .. import transcript
+from ..lib import sanitize
 from ..models import Message, Run, Session, now_ms, unlisted_keys
+from ..reads import search as message_search
 from ..rows import page_rows, session_row
 from ..tools.sessions_search import MAX_LIMIT as MESSAGE_HITS
 from ..tools.sessions_search import find_messages

@@ -24,10 +24,12 @@ from django.views.decorators.http import require_GET
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument, NotFound
 
-from .. import charts, cold_storage, store
-from ..jsonl_export import jsonl_response
+from .. import store
+from ..lib import charts
 from ..models import Agent, GatewayConfig, Session, now_ms
+from ..reads.jsonl_export import jsonl_response
 from ..runs import control
+from ..storage import cold_storage
 from . import present, queries
 from .access import can_override, viewer_required
 from .errors import error_page

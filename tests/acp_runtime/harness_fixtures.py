@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sessions_app import config
+from sessions_app.manage import config
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "sessions_app" / "acp_agents" / "echo.py"

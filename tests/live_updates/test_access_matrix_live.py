@@ -158,7 +158,7 @@ async def test_a_key_sandboxed_while_acting_as_another_session_is_closed(princip
 async def test_a_connection_newer_than_the_access_check_is_not_closed(principals, world):  # noqa: F811
     """The periodic access check reads keys from a snapshot of the connections; one that
     authenticated after the snapshot is checked next time, not taken for revoked."""
-    from sessions_app.identity import requester_for
+    from sessions_app.access.identity import requester_for
     from sessions_app.live.hub import _access, _recheck
     from sessions_app.live.subscribers import Subscriber
     from sessions_app.models import ApiKey

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import session_admin
+from sessions_app.manage import session_admin
 from sessions_app.models import Session
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 from tests.live_updates.conftest import connected, db

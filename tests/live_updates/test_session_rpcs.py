@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client as DjangoClient
 
-from sessions_app import cold_storage
+from sessions_app.manage.session_admin import READ_ONLY_TEXT
 from sessions_app.models import Session, SessionGroup
-from sessions_app.session_admin import READ_ONLY_TEXT
+from sessions_app.storage import cold_storage
 from tests.conftest import add_messages, admin_groups, assistant, make_session, set_config, user
 from tests.live_updates.conftest import connected, db
 

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from sessions_app import store
-from sessions_app.identity import requester_for_session
+from sessions_app.access.identity import requester_for_session
 from sessions_app.mcp.events import newest_cursor, read_events
 from sessions_app.models import Message, Session
 from tests.conftest import make_session, set_config, user

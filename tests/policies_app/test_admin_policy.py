@@ -14,8 +14,8 @@ from django.utils import timezone
 from policies_app import history
 from policies_app.editing import EVERYTHING_WARNING
 from policies_app.models import SendPolicy, SendPolicyChange, SendPolicyRule
-from sessions_app import send_policy_preview as preview
 from sessions_app.delivery import NO_ROUTE, deliver, enqueue_delivery
+from sessions_app.manage import send_policy_preview as preview
 from sessions_app.models import ChannelConfig, Delivery
 from tests.conftest import make_session
 

@@ -89,7 +89,7 @@ def test_pages_answer_a_503_page_with_retry_after_during_an_outage(server):
     API answers (before: Django's HTML 500, which reads as a bug and tells no browser or
     monitor to come back)."""
     # A key of the shape Django issues (lowercase letters and digits), so the server looks it
-    # up (sessions_app/session_store.py answers any other shape as no session, unread).
+    # up (sessions_app/access/login_sessions.py answers any other shape as no session, unread).
     cookie = {"Cookie": "sessionid=asessiontheserverlooksup0123456789"}
     for path in PAGES:  # up: the unknown session is an anonymous visitor (some pages: log in)
         assert server.request("GET", path, headers=cookie).status in (200, 302), path

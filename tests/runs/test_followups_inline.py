@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django_q.models import OrmQ
 
-from sessions_app.identity import requester_for
+from sessions_app.access.identity import requester_for
 from sessions_app.models import Message, Run
 from sessions_app.runs import engine
 from sessions_app.tools.sessions_send import start_send

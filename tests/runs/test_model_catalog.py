@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from sessions_app import model_catalog
+from sessions_app.manage import model_catalog
 from sessions_app.models import Agent, GatewayConfig, Run, Session
 from tests.conftest import admin_groups, make_agent, make_session
 from tests.live import manage

@@ -8,7 +8,7 @@ test's transaction every atomic block adds a SAVEPOINT and its RELEASE.
 import pytest
 
 from policies_app.models import SendPolicy
-from sessions_app.identity import requester_for
+from sessions_app.access.identity import requester_for
 from sessions_app.models import Run
 from sessions_app.runs import webhooks
 from sessions_app.runs.engine import execute_run

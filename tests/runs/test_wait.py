@@ -10,7 +10,7 @@ import pytest_asyncio
 from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 
-from sessions_app.identity import requester_for
+from sessions_app.access.identity import requester_for
 from sessions_app.models import ApiKey, Run
 from sessions_app.runs import wait
 from sessions_app.runs.engine import abort_run

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from django.db import connection, connections, transaction
 
-from sessions_app.identity import requester_for_session
+from sessions_app.access.identity import requester_for_session
 from sessions_app.models import Completion, Message, Run, Session
 from sessions_app.runs import engine
 from sessions_app.runs.chain import Chain, current_run

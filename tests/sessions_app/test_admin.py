@@ -475,7 +475,7 @@ def test_test_backend_button_runs_one_prompt(op):
 
 
 def gateway_form(**overrides) -> dict:
-    from sessions_app import config
+    from sessions_app.manage import config
 
     data = {}
     for setting in config.SETTINGS:

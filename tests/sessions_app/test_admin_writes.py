@@ -12,7 +12,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from policies_app.models import SendPolicy, SendPolicyChange
-from sessions_app.admin import ReadOnlyModelAdmin
+from sessions_app.admin.core import ReadOnlyModelAdmin
 from sessions_app.models import ChannelConfig, GatewayConfig
 from tests.conftest import admin_groups, make_session
 

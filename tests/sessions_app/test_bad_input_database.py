@@ -4,7 +4,7 @@ PostgreSQL (some on SQLite too) found by an audit on 28 Nov, and is now a clear 
 - A NUL in an admin path or query string (PostgreSQL refuses NUL in any text parameter, also in
   a WHERE): 400 before any admin view (openclaw_site.middleware.RefuseNulMiddleware); in an API
   path, a 400 naming it (a group's name, an agent id).
-- A `sessionid` cookie Django unquotes into a NUL: no session (sessions_app/session_store.py).
+- A `sessionid` cookie Django unquotes into a NUL: no session (sessions_app/access/login_sessions.py).
 - A run timeout past its 32-bit column; a message seq past its column's range in the browser's
   "newer messages" read; a non-numeric send-policy id in the admin; a NUL Idempotency-Key.
 """

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app import cold_storage
 from sessions_app.models import Message, Session
 from sessions_app.runs.engine import recent_messages
+from sessions_app.storage import cold_storage
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 from tests.ui.conftest import client_for, make_user
 
@@ -217,7 +217,7 @@ def test_the_admin_shows_a_lost_archive_as_a_message(agents, cold_dir):
 def test_a_reset_takes_the_cold_file_with_the_old_transcript(
     agent_main, operator, agents, cold_dir
 ):
-    from sessions_app import session_admin
+    from sessions_app.manage import session_admin
 
     session = frozen()
     result = session_admin.reset(session)

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from sessions_app import jsondepth, store
+from sessions_app import store
+from sessions_app.lib import jsondepth
 from sessions_app.models import Message
 from tests.conftest import make_session
 from tests.sessions_app.test_openai_backend import make_turn, run

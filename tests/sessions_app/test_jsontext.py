@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sessions_app.jsontext import loads
+from sessions_app.lib.jsontext import loads
 
 
 @pytest.mark.parametrize(

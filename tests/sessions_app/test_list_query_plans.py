@@ -18,8 +18,8 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from bench import shapes
-from sessions_app.agents import upsert_agent
-from sessions_app.identity import requester_for_session
+from sessions_app.access.identity import requester_for_session
+from sessions_app.manage.agents import upsert_agent
 from sessions_app.models import GatewayConfig, Session
 from sessions_app.rows import CHILD_SESSIONS_MAX
 from tests.conftest import set_config

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from openclaw_common.errors import Forbidden, InvalidArgument
-from sessions_app.agents import clean_backend
+from sessions_app.manage.agents import clean_backend
 from sessions_app.runs import tool_specs
 from sessions_app.runs.backends import BackendError, TurnAborted, TurnInput, get_backend
 from sessions_app.runs.backends import openai as openai_backend

@@ -14,8 +14,8 @@ from django.db import transaction
 from django.urls import reverse
 
 from openclaw_common.errors import InvalidArgument
-from sessions_app import outbound
 from sessions_app.delivery import deliver, enqueue_delivery, save_channel
+from sessions_app.lib import outbound
 from sessions_app.models import Agent, ChannelConfig, Delivery
 from sessions_app.runs.backends import BackendError, TurnInput
 from sessions_app.runs.backends.openai import OpenAIBackend

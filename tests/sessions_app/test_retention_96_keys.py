@@ -13,8 +13,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from sessions_app import cold_storage, disk_budget, retention, session_admin
+from sessions_app.manage import session_admin
 from sessions_app.models import GatewayConfig, Session
+from sessions_app.storage import cold_storage, disk_budget, retention
 from tests.conftest import assistant, user
 from tests.sessions_app.test_retention import aged
 
@@ -253,7 +254,7 @@ def test_the_admin_preview_shows_each_new_rule(agents):
 
 
 def test_sessions_cleanup_dry_run_names_the_actions(agents):
-    from sessions_app.config import update_config
+    from sessions_app.manage.config import update_config
 
     recent = aged("agent:main:discord:dm:recent", 10)
     reset = archived("agent:main:discord:dm:r1", 50, "reset", archived_days=30)

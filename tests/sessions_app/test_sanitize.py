@@ -2,7 +2,7 @@
 
 import pytest
 
-from sessions_app import sanitize
+from sessions_app.lib import sanitize
 
 BLOCKS = [
     {"type": "text", "text": "short"},

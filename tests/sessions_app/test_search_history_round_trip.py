@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app import session_admin
+from sessions_app.manage import session_admin
 from sessions_app.models import Session
 from tests.conftest import add_messages, assistant, make_session, set_config, user
 from tests.runs.helpers import drain

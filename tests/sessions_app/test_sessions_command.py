@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from sessions_app import cold_storage
 from sessions_app.models import Run, Session
+from sessions_app.storage import cold_storage
 from tests.conftest import add_messages, assistant, make_session, tool_result, user
 
 DAY_MS = 86_400_000

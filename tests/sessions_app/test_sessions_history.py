@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sessions_app.sanitize import TRUNCATION_SUFFIX
+from sessions_app.lib.sanitize import TRUNCATION_SUFFIX
 from tests.conftest import add_messages, assistant, set_config, tool_result, user
 from tests.sessions_app.history_helpers import history, texts
 
@@ -233,7 +233,7 @@ def test_transcript_jsonl_is_openclaw_shaped(agent_main, main_session):
 
 
 def test_history_query_count_is_fixed(agent_main, main_session, django_assert_num_queries):
-    from sessions_app.identity import requester_for
+    from sessions_app.access.identity import requester_for
     from sessions_app.models import ApiKey
     from sessions_app.tools.sessions_history import sessions_history
 
@@ -261,7 +261,7 @@ def test_history_query_count_is_fixed(agent_main, main_session, django_assert_nu
     ],
 )
 def test_every_credential_shape_is_masked(secret):
-    from sessions_app.sanitize import redact
+    from sessions_app.lib.sanitize import redact
 
     masked, changed = redact(f"before {secret} after")
     assert changed and masked != f"before {secret} after"

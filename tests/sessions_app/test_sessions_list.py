@@ -253,7 +253,7 @@ def page_queries() -> int:
 
 
 def _requester():
-    from sessions_app.identity import requester_for
+    from sessions_app.access.identity import requester_for
     from sessions_app.models import ApiKey
 
     return requester_for(ApiKey.objects.get(scope="agent", sandboxed=False))

@@ -7,9 +7,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app import list_enrichment, session_admin
-from sessions_app.identity import requester_for
+from sessions_app.access.identity import requester_for
+from sessions_app.manage import session_admin
 from sessions_app.models import ApiKey, Run, Session
+from sessions_app.reads import list_enrichment
 from sessions_app.tools.sessions_list import RELATIONSHIP_TEXT, sessions_list
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 

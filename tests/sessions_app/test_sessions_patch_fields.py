@@ -1,6 +1,6 @@
 """sessions.patch's fields beyond the tool's (9.6 §2.4) over REST, and what they do here:
 preferences kept and exported, toolOverrides narrowing a session's runs, the exec/host fields
-accepted and ignored, privileged ones for operator keys only (sessions_app/patch_fields.py)."""
+accepted and ignored, privileged ones for operator keys only (sessions_app/manage/patch_fields.py)."""
 
 from __future__ import annotations
 

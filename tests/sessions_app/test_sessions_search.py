@@ -138,7 +138,7 @@ def test_a_scope_holding_a_deep_session_is_read_by_the_text_index(agent_main, wo
     of a deep session (90 ms at 1.2M messages, BENCHMARKS.md). The answer is the same."""
     from django.test.utils import CaptureQueriesContext
 
-    from sessions_app import search as search_module
+    from sessions_app.reads import search as search_module
 
     before = hits(search(agent_main, query="nightly build"))
     Session.objects.filter(pk=world["main"].pk).update(
@@ -164,7 +164,7 @@ def test_a_deep_scope_answers_the_same_for_a_rare_and_a_common_query(
     answer is the same (SQLite never asks)."""
     from django.test.utils import CaptureQueriesContext
 
-    from sessions_app import search as search_module
+    from sessions_app.reads import search as search_module
 
     Session.objects.filter(pk=world["main"].pk).update(
         last_seq=search_module.DEEP_SCOPE_MESSAGES + 1
@@ -183,7 +183,7 @@ def test_a_deep_old_session_is_searched_between_its_first_and_last_message(agent
     """The id span of a deep scope (search._id_span): an old session's matches are found past
     many newer matches elsewhere, a message appended to it later too, and a scope whose
     transcripts hold nothing in the database matches nothing."""
-    from sessions_app import search as search_module
+    from sessions_app.reads import search as search_module
 
     old = make_session("agent:main:main")
     add_messages(old, user("mango early"), assistant("mango reply"))
@@ -355,7 +355,7 @@ def test_rest_search_needs_a_key(anonymous, world):
 
 
 def test_a_common_word_reads_a_bounded_number_of_matches(agent_main, agents, monkeypatch):
-    from sessions_app import search as message_search
+    from sessions_app.reads import search as message_search
 
     monkeypatch.setattr(message_search, "MAX_BACKEND_HITS", 3)
     session = make_session("agent:main:main")
@@ -383,8 +383,8 @@ def test_the_search_scope_is_what_the_caller_may_list_plus_itself(agents, config
     """search_scope reads self/tree by two key lookups; it must equal the list's filter."""
     from django.db.models import Q
 
-    from sessions_app import visibility
-    from sessions_app.identity import requester_for
+    from sessions_app.access import visibility
+    from sessions_app.access.identity import requester_for
     from sessions_app.models import ApiKey
     from sessions_app.tools.sessions_list import visible_filter
     from sessions_app.tools.sessions_search import search_scope
@@ -448,7 +448,7 @@ def cold_dir(settings, tmp_path):
 
 
 def test_cold_transcripts_are_excluded_and_counted(agent_main, world, cold_dir):
-    from sessions_app import cold_storage
+    from sessions_app.storage import cold_storage
 
     assert "archivedTranscriptsExcluded" not in search(agent_main, query="nightly")
     for name in ("child", "other"):  # `other` is not visible to agent:main:main
@@ -470,7 +470,7 @@ def test_cold_transcripts_are_excluded_and_counted(agent_main, world, cold_dir):
 
 
 def test_with_visibility_all_every_cold_transcript_counts(agent_main, world, cold_dir):
-    from sessions_app import cold_storage
+    from sessions_app.storage import cold_storage
 
     set_config(visibility="all", a2a_enabled=True)
     for name in ("child", "other"):

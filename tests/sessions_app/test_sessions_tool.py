@@ -95,7 +95,7 @@ def test_patch_sets_and_clears_the_organisation_fields(operator, dev):
 def test_a_status_note_lasts_its_ttl(operator, dev):
     """9.6: a statusNote is active for ttlMinutes (default 30) from when it was set; an expired
     one is no longer shown (nor its attention) and takes no new attention; "clear" always works."""
-    from sessions_app import patch_fields
+    from sessions_app.manage import patch_fields
 
     details(operator, action="patch", sessionKey=DEV, statusNote="deploying", attention="bot")
     session = row(DEV)
@@ -251,7 +251,7 @@ def test_archiving_a_session_with_work_in_flight_stops_the_work(operator, dev):
 def test_archiving_the_current_session_during_its_run_is_scheduled(
     agents, django_capture_on_commit_callbacks
 ):
-    from sessions_app.identity import requester_for_session
+    from sessions_app.access.identity import requester_for_session
     from sessions_app.tools import TOOLS
 
     session = make_session("agent:main:work")
@@ -310,7 +310,7 @@ def test_a_batch_result_fits_3840_bytes(operator, dev):
     warning says so."""
     import orjson
 
-    from sessions_app.session_admin import BUDGET_WARNING
+    from sessions_app.manage.session_admin import BUDGET_WARNING
 
     missing = [{"sessionKey": f"agent:main:{n:03d}" + "x" * 480} for n in range(99)]
     result = details(operator, action="patch", label="x", targets=[{"sessionKey": DEV}, *missing])
@@ -329,7 +329,7 @@ def test_a_batch_result_fits_3840_bytes(operator, dev):
 
 
 def test_resolved_is_left_out_when_it_does_not_fit(operator, dev, monkeypatch):
-    from sessions_app import session_admin
+    from sessions_app.manage import session_admin
 
     assert "resolved" in details(operator, action="patch", sessionKey=DEV, model="a/b")
     # No real patch result reaches 3,840 bytes here (keys ≤ 512, models ≤ 200 characters): the

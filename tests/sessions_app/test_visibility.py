@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 from django.test import Client
 
-from sessions_app import visibility
+from sessions_app.access import visibility
 from sessions_app.models import ApiKey, Run
 from sessions_app.runs.chain import Chain
 from sessions_app.runs.engine import start_run

@@ -10,8 +10,8 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from sessions_app import activity
 from sessions_app.models import Run
+from sessions_app.reads import activity
 from tests.conftest import make_session
 
 

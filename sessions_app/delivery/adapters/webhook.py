@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from ... import outbound
+from ...lib import outbound
 from ..models import ChannelConfig
 from .base import Adapter, DeliveryFailed
 
@@ -36,7 +36,7 @@ class Webhook(Adapter):
 
 
 def post_json(url: str, body: bytes, headers: dict[str, str]) -> None:
-    """POST `body` as JSON through the outbound policy (sessions_app/outbound.py); returns on a
+    """POST `body` as JSON through the outbound policy (sessions_app/lib/outbound.py); returns on a
     2xx, raises DeliveryFailed otherwise. A redirect is a failed attempt (never followed: urllib
     would re-send the POST as a GET without the body, and a 200 of that would count as
     delivered). `last_error` says what came back, never the receiver's body."""

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
-from sessions_app.identity import create_api_key
+from sessions_app.access.identity import create_api_key
 from sessions_app.models import Agent
 
 

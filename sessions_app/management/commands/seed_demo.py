@@ -5,9 +5,10 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from openclaw_common import keys
-from sessions_app import config, store
+from sessions_app import store
 from sessions_app.acp.harnesses import echo_definition
-from sessions_app.agents import upsert_agent
+from sessions_app.manage import config
+from sessions_app.manage.agents import upsert_agent
 from sessions_app.models import GatewayConfig, Session, now_ms
 from sessions_app.transcript import tool_result_message
 

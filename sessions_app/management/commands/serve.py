@@ -36,8 +36,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port, host, no_worker, server, web_workers, **options):
-        from sessions_app import retention
         from sessions_app.runs.sweeper import ensure_schedule
+        from sessions_app.storage import retention
 
         refuse_unmigrated()
         ensure_schedule()

@@ -19,7 +19,7 @@ from typing import Any
 
 from openclaw_common.errors import ToolError
 
-from ... import outbound
+from ...lib import outbound
 from .base import (
     BackendError,
     CallTool,
@@ -389,7 +389,7 @@ def post_json(
 
 
 def http_post(url: str, payload: bytes, headers: dict[str, str]) -> dict[str, Any]:
-    """One request through the outbound policy (sessions_app/outbound.py). Errors say what came
+    """One request through the outbound policy (sessions_app/lib/outbound.py). Errors say what came
     back (status, content type, size) and never the body: the URL may be anything an operator
     typed, and run errors are readable by every viewer of the session. The body of a failed
     request goes to the log only, shortened."""
