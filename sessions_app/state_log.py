@@ -24,57 +24,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection, models
+from django.db import connection
 from django.db.models import F, Max, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from .models import Session, now_ms
+from .models.events import ACTOR_TYPES, KINDS, SUMMARY_CHARS, SessionEvent
 
-KINDS = (
-    "created",
-    "human_direct_message",
-    "upstream_missing",
-    "goal_changed",
-    "child_spawned",
-    "run_completed",
-    "run_failed",
-    "compacted",
-    "adopted",
-)
-ACTOR_TYPES = ("human", "agent", "system")
 MAX_EVENTS = 200
 RETENTION_DAYS = 30
 MAX_ROWS_PER_SESSION = 50_000
-SUMMARY_CHARS = 200
-
-
-class SessionEvent(models.Model):
-    session = models.ForeignKey(
-        Session, on_delete=models.CASCADE, related_name="state_events", db_index=False
-    )
-    sequence = models.PositiveBigIntegerField()
-    kind = models.CharField(max_length=32)
-    actor_type = models.CharField(max_length=8)
-    actor_id = models.CharField(max_length=200, blank=True)
-    run_id = models.UUIDField(null=True, blank=True)
-    summary = models.CharField(max_length=SUMMARY_CHARS)
-    payload = models.JSONField(null=True, blank=True)
-    occurred_at = models.BigIntegerField(default=now_ms)
-
-    class Meta:
-        app_label = "sessions_app"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["session", "sequence"], name="session_event_sequence_unique"
-            ),
-            models.CheckConstraint(condition=Q(kind__in=KINDS), name="session_event_kind_valid"),
-            models.CheckConstraint(
-                condition=Q(actor_type__in=ACTOR_TYPES), name="session_event_actor_valid"
-            ),
-        ]
-
-    def __str__(self):
-        return f"{self.session_id}@{self.sequence} {self.kind}"
 
 
 # What event_json() reads of an event, in its order (changes_since reads these columns only).

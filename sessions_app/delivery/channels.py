@@ -11,8 +11,8 @@ from django.db import transaction
 from openclaw_common.errors import InvalidArgument
 
 from ..lib import outbound
+from ..models import ChannelConfig
 from .adapters import channel_adapters
-from .models import ChannelConfig
 
 MAX_ATTEMPTS_LIMIT = 32767  # PositiveSmallIntegerField on every backend
 

@@ -23,8 +23,8 @@ from django.utils import timezone
 from openclaw_common import keys, taskqueue
 from policies_app.send_policy import check_send, send_blocked_error
 
+from ..models import ChannelConfig, Delivery
 from .adapters import ADAPTERS, DeliveryFailed
-from .models import ChannelConfig, Delivery
 from .targets import DeliveryTarget, announce_target
 
 logger = logging.getLogger("openclaw.delivery")

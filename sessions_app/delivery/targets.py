@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from openclaw_common import keys
 
-from .models import Delivery
+from ..models import Delivery
 
 _THREAD_SUFFIX = re.compile(r"^(?P<id>.+):(?:topic|thread):(?P<thread>\d+(?:\.\d+)?)$")
 

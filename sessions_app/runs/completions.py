@@ -31,11 +31,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..delivery import enqueue_delivery
-from ..models import GatewayConfig, Run, Session
+from ..models import Completion, GatewayConfig, Run, Session
 from . import prompts, webhooks
 from .backends import ANNOUNCE_SKIP
 from .chain import requester_chain
-from .completion_model import Completion
 from .flow_state import COMPLETION, SPAWN, Flow, FollowUp
 from .provenance import inter_session
 from .subagent_tasks import Task

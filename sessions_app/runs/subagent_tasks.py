@@ -12,8 +12,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from ..models import Run, Session
-from .completion_model import Completion
+from ..models import Completion, Run, Session
 
 # 9.6 task status from a run's final status (`lost` → failed).
 FINAL_STATUS = {

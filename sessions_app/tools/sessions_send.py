@@ -23,10 +23,9 @@ from .. import send_modes, store
 from ..access import visibility
 from ..access.identity import Requester
 from ..access.resolve import canonical_for, forbidden_text, resolve_session
-from ..models import Agent, Run, Session
+from ..models import Agent, Completion, Run, Session
 from ..runs import prompts
 from ..runs.chain import Chain, current_run, next_hop
-from ..runs.completion_model import Completion
 from ..runs.flow_state import Flow
 from ..runs.provenance import inter_session
 from ..runs.tokens import is_silent

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from ..models import Delivery
+    from ...models import Delivery
 
 
 class DeliveryFailed(Exception):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from ...lib import outbound
-from ..models import ChannelConfig
+from ...models import ChannelConfig
 from .base import Adapter, DeliveryFailed
 
 TIMEOUT_SECONDS = 10  # below Delivery.CLAIM_LEASE_SECONDS: an attempt in flight is not retried

@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from openclaw_common import keys
 
-from .lib import rawsql
+from ..lib import rawsql
 
 
 def live_hint(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:
-    from .live.hints import session_changed
+    from ..live.hints import session_changed
 
     session_changed(session_pk, reason, last_seq=last_seq)
 
@@ -954,12 +954,3 @@ def _key_with_settings(lookup: str) -> ApiKey | None:
             None if default_sandboxed is None else bool(default_sandboxed),
         )
     return key
-
-
-# The delivery outbox's models live with its code (sessions_app/delivery/), and so do the
-# sub-agent completions' (sessions_app/runs/); imported here so Django registers them with this
-# app. Last, so those packages may use the models above.
-from .delivery.models import ChannelConfig, Delivery, DeliveryQuerySet  # noqa: E402, F401
-from .runs.completion_model import Completion, CompletionQuerySet  # noqa: E402, F401
-from .send_modes import SessionNotification, SessionWatcher  # noqa: E402, F401
-from .state_log import SessionEvent  # noqa: E402, F401

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from openclaw_common import keys
 
-from ..models import Run, Session
+from .core import Run, Session
 
 
 class CompletionQuerySet(models.QuerySet["Completion"]):
