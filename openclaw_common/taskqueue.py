@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 _broker: tuple[int, Any] | None = None  # (pid, broker): a forked worker makes its own
 
@@ -49,12 +50,24 @@ def after_commit(function: Callable[..., Any], *args: Any) -> None:
     transaction.on_commit(callback, robust=True)
 
 
+def call_after_commit(path: str, *args: Any) -> None:
+    """after_commit() of the function at dotted `path`, imported when the transaction commits:
+    how a module calls into a layer above it (the watchers wake the run engine) without
+    importing it."""
+
+    def call(*call_args: Any) -> None:
+        import_string(path)(*call_args)
+
+    call.__qualname__ = path
+    after_commit(call, *args)
+
+
 def enqueue_after_commit(task: str, *args: Any, name: str) -> None:
     """enqueue() once the current transaction commits: a rolled-back change leaves nothing to run."""
     after_commit(functools.partial(enqueue, task, *args, name=name))
 
 
-__all__ = ["after_commit", "broker", "enqueue", "enqueue_after_commit"]
+__all__ = ["after_commit", "broker", "call_after_commit", "enqueue", "enqueue_after_commit"]
 
 
 def keep_schedule(name: str, func: str, *, minutes: int | None = None) -> None:

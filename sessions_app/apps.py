@@ -7,9 +7,14 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
+        # The composition root: the app's modules exist only once Django's registry is ready.
         from django_q.signals import post_spawn
 
-        from .runs import watchdog
+        from .acp import runtime as acp_runtime
+        from .runs import engine, watchdog
+        from .tools import offer
 
+        # The engine runs the tools' calls and ACP harness turns, which sit above it.
+        engine.install(tools=offer, harnesses=acp_runtime)
         # Each django-q2 worker process watches for runs a dead worker left (runs/watchdog.py).
         post_spawn.connect(watchdog.start, dispatch_uid="openclaw-run-watchdog")

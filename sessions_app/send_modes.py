@@ -11,11 +11,13 @@ the notice on its next turn.
 
 from __future__ import annotations
 
-import uuid
-
 from django.db import connection, transaction
 
+from openclaw_common import taskqueue
+
+from .lib import rawsql
 from .models import Session
+from .models.events import version_of
 from .models.watchers import SessionNotification, SessionWatcher
 
 # Per target session; the oldest are evicted beyond it (9.6: bounded, evictable).
@@ -31,13 +33,13 @@ WATCH_NOTICE = (
 # turn's notifications.
 WAKE_MESSAGE = "A session you watch changed: read the notifications and reconcile."
 WAKE_TOOL = "session_watch"  # the wake turn's input provenance (sourceTool)
+# Called after the notice commits; the run engine it starts is above this module.
+WAKE = "sessions_app.runs.wake.wake"
 
 
 def watch(session: Session, watcher_key: str) -> bool:
     """Register `watcher_key` as a watcher of `session` from its current state version; a
     repeat keeps the first registration's cursor. True when it is watching."""
-    from .state_log import version_of
-
     if not watcher_key or watcher_key == session.key:
         return False
     SessionWatcher.objects.get_or_create(
@@ -65,8 +67,6 @@ def notify(session: Session, text: str, *, source_key: str) -> str:
 def take_notifications(session_pk: int) -> str:
     """The queued notifications as a prompt block, consumed; "" when none. One statement
     (DELETE … RETURNING, PostgreSQL and SQLite ≥ 3.35): every turn runs it."""
-    from .lib import rawsql
-
     with connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {rawsql.table(SessionNotification)} WHERE session_id = %s"
@@ -87,8 +87,6 @@ def notify_watchers(session_pk: int, *, actor_id: str) -> int:
     it; a main-session watcher is woken at once (wake(), after commit: it locks the watcher's
     row, which this transaction, holding the target's, must not). Returns how many were
     queued. Runs in the caller's transaction."""
-    from openclaw_common import taskqueue
-
     watchers = list(
         SessionWatcher.objects.filter(session_id=session_pk)
         .exclude(watcher_key=actor_id)
@@ -114,35 +112,6 @@ def notify_watchers(session_pk: int, *, actor_id: str) -> int:
             session_id=watcher_pk, source_key=target_key, text=watch_notice(target_key, cursor)
         )
         if kind == "main":
-            taskqueue.after_commit(wake, watcher_pk, target_key)
+            taskqueue.call_after_commit(WAKE, watcher_pk, target_key)
         queued += 1
     return queued
-
-
-def wake(watcher_pk: int, target_key: str):
-    """Give a main-session watcher a turn now that `target_key` changed (9.6 §2.2: "main-session
-    watchers are woken at once"): a serial run (after any turn in flight) whose turn reads the
-    notice with its notifications. None when there is nothing to do: the notice was read
-    meanwhile, or a queued turn will read it when it starts (one wake however many notices)."""
-    from .models import Run
-    from .runs.chain import Chain
-    from .runs.engine import start_run
-    from .runs.provenance import inter_session
-
-    with transaction.atomic():
-        watcher = Session.objects.select_for_update().filter(pk=watcher_pk).first()
-        if watcher is None or watcher.archived_at is not None:
-            return None
-        if not SessionNotification.objects.filter(session=watcher, source_key=target_key).exists():
-            return None
-        if Run.objects.filter(session=watcher, status=Run.QUEUED).exists():
-            return None
-        return start_run(
-            session=watcher,
-            kind="send",
-            message=WAKE_MESSAGE,
-            chain=Chain(uuid.uuid4(), (watcher.agent_id,)),
-            provenance=inter_session(target_key, WAKE_TOOL, channel="internal"),
-            requester_key=target_key,
-            serial=True,
-        )

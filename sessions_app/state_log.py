@@ -28,8 +28,10 @@ from django.db import connection
 from django.db.models import F, Max, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from . import send_modes
 from .models import Session, now_ms
 from .models.events import ACTOR_TYPES, KINDS, SUMMARY_CHARS, SessionEvent
+from .models.events import version_of as version_of  # the log head, part of this API
 
 MAX_EVENTS = 200
 RETENTION_DAYS = 30
@@ -120,9 +122,7 @@ def record(
             ],
         )
     if kind in NOTIFYING_KINDS:
-        from .send_modes import notify_watchers
-
-        notify_watchers(session_pk, actor_id=actor_id)
+        send_modes.notify_watchers(session_pk, actor_id=actor_id)
 
 
 # The kinds that notify the session's watchers (9.6 §2.2; send_modes.notify_watchers).
@@ -150,12 +150,6 @@ class Changes:
             "earliestAvailableSequence": self.earliest,
             "historyGap": self.gap,
         }
-
-
-def version_of(session_pk: int) -> int:
-    """The log head: the newest sequence, 0 before any event."""
-    head = SessionEvent.objects.filter(session_id=session_pk).aggregate(v=Max("sequence"))["v"]
-    return head or 0
 
 
 def changes_since(session_pk: int, since: int) -> Changes:

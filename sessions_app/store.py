@@ -7,7 +7,6 @@ functions check the input and raise InvalidArgument / NotFound with messages nam
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ from django.db import IntegrityError, transaction
 
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, NotFound
+from policies_app.policy import parse_send_command
 
 from . import state_log
 from .lib import jsondepth, sanitize
@@ -686,76 +686,9 @@ def finish_run_with_reply(
     return True
 
 
-def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
-    """`POST /sessions/{key}/messages/`: {"messages": [...], "run"?: false} → {appended, firstSeq, lastSeq}."""
-    require_scope(api_key, ApiKey.OPERATOR, ApiKey.INGEST)
-    if not isinstance(body, dict):
-        raise InvalidArgument("body must be a JSON object")
-    unknown = sorted(k for k in body if k not in {"messages", "run"})
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
-    run = body.get("run", False)
-    if not isinstance(run, bool):
-        raise InvalidArgument("run must be a boolean")
-    messages = read_messages(body.get("messages"))
-    session = get_session(key, settings=GatewayConfig.load().key_settings)
-    command = send_command_of(messages)
-    if command is not None:
-        return apply_send_command(session, messages, command)
-    if not run:
-        with transaction.atomic():
-            first, last = append_to_session(session, messages)
-            record_human_message(session, messages)
-        return {"appended": len(messages), "firstSeq": first, "lastSeq": last}
-    # OpenClaw chat.send: the inbound message is kept whatever happens; the reply run is subject
-    # to the send policy.
-    from policies_app.send_policy import check_send, send_blocked_error
-
-    from .runs.chain import Chain
-    from .runs.engine import start_run
-
-    with transaction.atomic():
-        first, last = append_to_session(session, messages)
-        record_human_message(session, messages)
-        result = {"appended": len(messages), "firstSeq": first, "lastSeq": last}
-        session.refresh_from_db(fields=["last_seq"])
-        if not check_send(session).allowed:
-            result["run"] = {"status": "error", "error": send_blocked_error()}
-            return result
-        started = start_run(
-            session=session,
-            kind="ingest",
-            message=None,
-            chain=Chain(uuid.uuid4(), (session.agent_id,)),
-            sender_is_owner=sent_by_owner(api_key, messages),
-        )
-    result["run"] = {"status": "accepted", "runId": str(started.pk)}
-    return result
-
-
-def sent_by_owner(api_key: ApiKey, messages: list[Message]) -> bool:
-    """Whether the turn an ingested batch starts is the owner's (9.6's senderIsOwner, which
-    gates the `sessions` tool): its last person's message is marked `senderIsOwner: true` by
-    the gateway that forwarded it, or, unmarked, was sent with an operator key (whose holder
-    is the owner). `senderIsOwner: false` is never the owner, whatever the key."""
-    human = [
-        m
-        for m in messages
-        if m.role == "user" and (m.provenance or {}).get("kind") != "inter_session"
-    ]
-    if not human:
-        return False
-    marked = human[-1].extra.get("senderIsOwner")
-    if marked is not None:
-        return marked is True
-    return api_key.scope == ApiKey.OPERATOR
-
-
 def record_human_message(session: Session, messages: list[Message]) -> None:
     """One `human_direct_message` state event for an ingested batch holding a person's message
     (a user message not relayed from another session). The append holds the session's lock."""
-    from .reads.search import message_text
-
     human = [
         m
         for m in messages
@@ -764,7 +697,7 @@ def record_human_message(session: Session, messages: list[Message]) -> None:
     if not human:
         return
     sender = human[-1].extra.get("senderId") or human[-1].extra.get("senderName") or ""
-    text = " ".join(message_text(human[-1].content).split())
+    text = " ".join(sanitize.message_text(human[-1].content).split())
     state_log.record(
         session.pk,
         "human_direct_message",
@@ -783,8 +716,6 @@ def send_command_of(messages: list[Message]):
     A gateway marks its owner's messages with `senderIsOwner: true` (kept with the message);
     a /send from anyone else is an ordinary message, as OpenClaw ignores it.
     """
-    from policies_app.policy import parse_send_command
-
     if len(messages) != 1 or messages[0].role != "user":
         return None
     message = messages[0]

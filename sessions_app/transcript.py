@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import reduce
 from operator import itemgetter, or_
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -23,6 +22,7 @@ from openclaw_common.dbstep import db_step
 
 from .lib import jsontext, rawsql, sanitize
 from .models import Message, Session
+from .storage import cold_storage, jsonl_format
 
 if TYPE_CHECKING:
     from .rows import SessionRow
@@ -306,8 +306,6 @@ def _cold_tails(
     """The last messages of those sessions without rows that are cold, read from their files
     (9.6: lists keep payloads archived; nothing is restored). One query, only when a session
     came back empty; TranscriptUnavailable when a file is lost."""
-    from .storage import cold_storage
-
     for pk, tail in cold_storage.listed_messages(empty, last=count):
         kept = [m for m in tail if m.role != TOOL_RESULT]
         if kept:
@@ -367,7 +365,7 @@ def export_jsonl(
 
     Credential-like text is masked as in sessions_history (sanitize.redact_message) unless
     `raw`: the callers allow raw to operators only (API key of operator scope, the admin)."""
-    yield export_header(session)
+    yield jsonl_format.export_header(session)
     cursor = ExportCursor(session.pk, raw=raw, batch_size=batch_size)
     while (chunk := cursor.next_chunk()) is not None:
         yield chunk
@@ -379,30 +377,13 @@ async def export_jsonl_async(
     """export_jsonl() for an ASGI response: each batch is read in a thread, so the first line
     leaves before the rest is read and only one batch is in memory (Django buffers a sync
     iterator whole under ASGI)."""
-    yield export_header(session)
+    yield jsonl_format.export_header(session)
     cursor = ExportCursor(session.pk, raw=raw, batch_size=batch_size)
     # Each page hands its connection back: a download of a million messages takes minutes and
     # must not hold a pooled connection meanwhile (openclaw_common.dbstep).
     next_chunk = db_step(cursor.next_chunk)
     while (chunk := await next_chunk()) is not None:
         yield chunk
-
-
-def export_header(session: Session) -> str:
-    header = {
-        "type": "session",
-        "version": 3,
-        "id": str(session.session_id),
-        "timestamp": session.created_at.isoformat().replace("+00:00", "Z"),
-        "cwd": "",
-    }
-    if session.spawned_by:
-        header["parentSession"] = session.spawned_by
-    return orjson.dumps(header).decode() + "\n"
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 class ExportCursor:
@@ -433,7 +414,7 @@ class ExportCursor:
                 "type": "message",
                 "id": entry_id,
                 "parentId": self.parent,
-                "timestamp": _iso(row.timestamp),
+                "timestamp": jsonl_format.iso(row.timestamp),
                 "message": data,
             }
             lines.append(orjson.dumps(entry))

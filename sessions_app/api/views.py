@@ -23,7 +23,7 @@ from ..manage import patch_fields
 from ..models import ApiKey, GatewayConfig
 from ..reads.jsonl_export import jsonl_response
 from ..rows import row_of
-from ..runs import control
+from ..runs import control, ingest
 from ..storage import cold_storage
 from ..tools import agents_list as agents_list_tool
 from ..tools import session_status as session_status_tool
@@ -321,7 +321,7 @@ class SessionMessagesView(APIView):
     )
     def post(self, request, key: str):
         return Response(
-            store.append_messages(api_key=request.auth, key=key, body=json_body(request)),
+            ingest.append_messages(api_key=request.auth, key=key, body=json_body(request)),
             status=201,
         )
 

@@ -8,6 +8,7 @@ credential-like text. Per page: keep the newest messages within 80 KiB of JSON.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .jsontext import byte_size
 
@@ -277,3 +278,16 @@ def cap_messages(messages: list[dict], max_bytes: int = MAX_BYTES) -> tuple[list
         # It keeps the source's position and id (9.6 §4.2), nothing else of it.
         placeholder["__openclaw"] = {k: meta[k] for k in ("id", "seq") if k in meta}
     return [placeholder], True, 2 + json_bytes(placeholder)
+
+
+def message_text(content: Any) -> str:
+    """What the search index (and a state event's summary) holds of a message: its string, or its text blocks joined by spaces."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(b.get("text") or "")
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""

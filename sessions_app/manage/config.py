@@ -17,6 +17,7 @@ from openclaw_common.errors import InvalidArgument
 
 from ..acp import harnesses
 from ..models import ApiKey, GatewayConfig, Session
+from ..runs.tool_policy import clean_tool_policy
 from ..store import require_scope
 from . import model_catalog, send_policy_api
 
@@ -40,8 +41,6 @@ class Setting:
 
 
 def _tool_policy(value: Any) -> dict:
-    from ..runs.tool_specs import clean_tool_policy  # (the tool registry imports this module)
-
     return clean_tool_policy("tools.subagents.tools", value)
 
 

@@ -7,7 +7,7 @@ never breaks on a field it may send: each is checked and goes where it has a mea
   `boardFace`, `boardPresentation`, `unread` (with `markedUnreadAt`), `contextWindow`,
   `fastMode`, `traceLevel`, `responseUsage`, `groupActivation`: display and runtime
   preferences of the client's; and `toolOverrides`, which is applied: an `{allow?, deny?}`
-  narrowing of the session's tools (runs/tool_specs.narrow; it never adds a tool).
+  narrowing of the session's tools (runs/tool_policy.narrow; it never adds a tool).
 - Accepted and not stored (IGNORED, listed in the result's `ignored`): `elevatedLevel`,
   `execHost`, `execNode`, `permissionMode`, `sandboxMode` (this service runs no exec or host
   tools; sandboxing is the API key's or the agent's `sandboxed`) and `agentRuntime` (the runtime

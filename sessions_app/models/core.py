@@ -83,7 +83,7 @@ class GatewayConfig(models.Model):
     acp_allowed_agents = models.JSONField(default=default_acp_allowed_agents, blank=True)
     acp_max_concurrent_sessions = models.PositiveSmallIntegerField(default=4)
     acp_agents = models.JSONField(default=dict, blank=True)
-    # tools.subagents.tools {allow?, deny?}: narrows every sub-agent run's tools (runs/tool_specs.py).
+    # tools.subagents.tools {allow?, deny?}: narrows every sub-agent run's tools (runs/tool_policy.py).
     subagent_tools = models.JSONField(default=dict, blank=True)
     # agents.defaults.models {"<model id>": {"alias"?}}: narrows every agent's model catalog
     # (model_catalog.py); empty = no narrowing.
@@ -669,7 +669,7 @@ class Run(models.Model):
     )
     # The turn's input came from the gateway's owner (9.6's senderIsOwner): an operator key's
     # send, or an ingested message its gateway marked senderIsOwner. Only such turns of a
-    # top-level session are offered the owner-gated `sessions` tool (runs/tool_specs.py).
+    # top-level session are offered the owner-gated `sessions` tool (runs/tool_policy.py).
     sender_is_owner = models.BooleanField(default=False)
     # Started by a sandboxed API key, or by a run that was (its parent_run): the turn's own tool
     # calls are clamped as that key is (identity.requester_for_session), so a sandboxed key

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import Max, Q
 
 from .core import Session, now_ms
 
@@ -49,3 +49,9 @@ class SessionEvent(models.Model):
 
     def __str__(self):
         return f"{self.session_id}@{self.sequence} {self.kind}"
+
+
+def version_of(session_pk: int) -> int:
+    """The log head: the newest sequence, 0 before any event."""
+    head = SessionEvent.objects.filter(session_id=session_pk).aggregate(v=Max("sequence"))["v"]
+    return head or 0

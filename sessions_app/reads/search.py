@@ -318,19 +318,6 @@ def _json(text: str | None) -> Any:
 # --- snippets -------------------------------------------------------------------------------
 
 
-def message_text(content: Any) -> str:
-    """What the index holds of a message: its string, or its text blocks joined by spaces."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(b.get("text") or "")
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
-
-
 def fold(word: str) -> str:
     """A word as the index compares it: case-folded, diacritics removed."""
     decomposed = unicodedata.normalize("NFKD", word.casefold())
@@ -343,7 +330,7 @@ def snippet(content: Any, tokens: list[str], *, max_chars: int) -> str:
 
     The whole text is redacted before it is cut, so a secret the excerpt would split is still
     recognised; the excerpt is redacted again in case cutting made something look new."""
-    text, _ = sanitize.redact(message_text(content))
+    text, _ = sanitize.redact(sanitize.message_text(content))
     words = list(_WORD.finditer(text))
     if not words:
         return _cap(text.strip(), max_chars)

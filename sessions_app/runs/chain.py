@@ -29,6 +29,10 @@ current_run: contextvars.ContextVar[Run | None] = contextvars.ContextVar(
 current_turn_messages: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar(
     "current_turn_messages", default=None
 )
+# What a turn's tool calls tell the engine about the turn (sessions_yield's acknowledgment).
+turn_notes: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "openclaw_turn_notes", default=None
+)
 
 
 @dataclass(frozen=True)

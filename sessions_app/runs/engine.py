@@ -17,9 +17,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from django.conf import settings
 from django.db import (
@@ -32,21 +33,23 @@ from django.db import (
 from django.utils import timezone
 
 from openclaw_common import taskqueue
-from openclaw_common.errors import Refusal, ToolError
+from openclaw_common.errors import ToolError
 
-from .. import state_log, store
-from ..access.identity import requester_for_session
+from .. import send_modes, state_log, store, transcript
 from ..lib import rawsql
-from ..models import Agent, GatewayConfig, Run, Session
+from ..models import Agent, Run, Session
+from ..storage import cold_storage
 from . import completions, flows, lanes, notify, outage
 from .backends import BackendError, TurnAborted, TurnInput, TurnOutput, get_backend
-from .chain import Chain, current_run, current_turn_messages
+from .backends.base import ToolSpec
+from .chain import Chain, current_turn_messages, turn_notes
 from .flow_state import Flow, FollowUp
-from .subagent_limits import is_orchestrator
 
 log = logging.getLogger("openclaw.runs")
 
 TASK = "sessions_app.runs.tasks.execute_run"
+# Called after a run of a session that asked to be archived once the run ended.
+ARCHIVE_SCHEDULED = "sessions_app.manage.session_admin.archive_scheduled"
 # A running run's worker stamps heartbeat_at this often; runs/watchdog.py reads it.
 HEARTBEAT_SECONDS = getattr(settings, "RUN_HEARTBEAT_SECONDS", 2)
 ABORT_CHECK_SECONDS = 0.5
@@ -298,6 +301,44 @@ _unwritten_ends: dict[uuid.UUID, tuple[Run, str]] = {}
 _unwritten_lock = threading.Lock()
 
 
+class RunTools(Protocol):
+    """What a turn needs of the tools (tools/offer.py): the schemas it is offered and a call."""
+
+    def specs_for(self, run: Run) -> list[ToolSpec]: ...
+
+    def call_tool(self, run: Run, name: str, arguments: dict) -> dict: ...
+
+
+class Harnesses(Protocol):
+    """What a turn needs of the ACP runtime (acp/runtime.py): a harness instead of a model."""
+
+    def is_acp_session(self, key: str) -> bool: ...
+
+    def run_turn(self, run: Run, *, check_abort: Callable[[], bool]) -> TurnOutput: ...
+
+
+@dataclass(frozen=True)
+class Installed:
+    tools: RunTools
+    harnesses: Harnesses
+
+
+_installation: Installed | None = None
+
+
+def install(*, tools: RunTools, harnesses: Harnesses) -> None:
+    """Hand the engine the tools and the ACP runtime, which sit above it (they start runs
+    themselves): the app does it once at start (apps.ready), in every process."""
+    global _installation
+    _installation = Installed(tools=tools, harnesses=harnesses)
+
+
+def _installed() -> Installed:
+    if _installation is None:
+        raise RuntimeError("the run engine has no tools: SessionsAppConfig.ready() installs them")
+    return _installation
+
+
 def fail_after_outage(run: Run, error: str) -> str:
     """End `run` as error with `error` (the outage that outlasted RUN_DB_OUTAGE_SECONDS). The
     finish waits out the bound once more; if the database is still away, the ending is kept
@@ -334,11 +375,11 @@ def run_turn(run: Run) -> TurnOutput:
     # to run beside this one: only the finishing transaction's follow-ups wait for this task.
     token = _followups.set(None)
     notes: dict[str, str] = {}
-    notes_token = _turn_notes.set(notes)
+    notes_token = turn_notes.set(notes)
     try:
         output = _run_turn(run)
     finally:
-        _turn_notes.reset(notes_token)
+        turn_notes.reset(notes_token)
         _followups.reset(token)
     if run.yielded and notes.get("acknowledgment"):
         # sessions_yield's waiting reply (9.6 §1.7): the turn's last words.
@@ -352,19 +393,12 @@ def run_turn(run: Run) -> TurnOutput:
     return output
 
 
-# What a turn's tool calls tell the engine about the turn (sessions_yield's acknowledgment).
-_turn_notes: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-    "openclaw_turn_notes", default=None
-)
-
-
 def _run_turn(run: Run) -> TurnOutput:
     session = run.session
-    from ..acp import runtime as acp_runtime
-
-    if acp_runtime.is_acp_session(session.key):
+    harnesses = _installed().harnesses
+    if harnesses.is_acp_session(session.key):
         # An ACP harness, not a model: it streams into the transcript itself (docs/acp.md).
-        return acp_runtime.run_turn(run, check_abort=abort_checker(run))
+        return harnesses.run_turn(run, check_abort=abort_checker(run))
     # The turn's reads ride out a database outage as its writes do (issue 16 item 11): the
     # worker claimed the run a moment ago, and a restart now must not end it.
     turn = outage.through_outage(partial(_turn_input, run))
@@ -372,7 +406,9 @@ def _run_turn(run: Run) -> TurnOutput:
     progress_token = current_turn_messages.set(turn.progress)
     try:
         return get_backend(turn.backend).run(
-            turn, call_tool=partial(call_tool, run), check_abort=abort_checker(run)
+            turn,
+            call_tool=partial(_installed().tools.call_tool, run),
+            check_abort=abort_checker(run),
         )
     finally:
         current_turn_messages.reset(progress_token)
@@ -381,13 +417,10 @@ def _run_turn(run: Run) -> TurnOutput:
 def _turn_input(run: Run) -> TurnInput:
     """What the model is given: reads only, but one of them consumes the notifications, in one
     statement (so trying again after a lost connection neither loses nor repeats them)."""
-    from ..send_modes import take_notifications
-    from .tool_specs import specs_of
-
     session = run.session
     agent: Agent = session.agent
     # sessions_send mode=notify queued these for this turn (9.6 §4.3): context, not a request.
-    notes = take_notifications(session.pk)
+    notes = send_modes.take_notifications(session.pk)
     extra_system_prompt = "\n\n".join(p for p in (run.extra_system_prompt, notes) if p)
     return TurnInput(
         session_key=session.key,
@@ -397,24 +430,7 @@ def _turn_input(run: Run) -> TurnInput:
         backend=agent.backend or {"type": "scripted"},
         messages=recent_messages(session, up_to=run.input_seq),
         extra_system_prompt=extra_system_prompt,
-        tools=specs_of(offered_tools(run, owner=owner_turn(run))),
-    )
-
-
-def offered_tools(run: Run, *, owner: bool) -> list[str]:
-    """The tools the run's agent is offered on this turn (runs/tool_specs.offered_names)."""
-    from .tool_specs import offered_names
-
-    session = run.session
-    agent: Agent = session.agent
-    return offered_names(
-        agent.tools_allow,
-        agent.tools_deny,
-        is_subagent=session.spawn_depth > 0,
-        orchestrator=is_orchestrator(session),
-        subagent_tools=GatewayConfig.load().subagent_tools if session.spawn_depth else None,
-        owner_turn=owner,
-        session_overrides=session_tool_overrides(session),
+        tools=_installed().tools.specs_for(run),
     )
 
 
@@ -434,11 +450,10 @@ def session_tool_overrides(session: Session) -> dict | None:
 def recent_messages(session: Session, *, up_to: int | None) -> list[dict]:
     """The transcript the turn sees: up to and including its own input message, so a turn never
     answers what another run appended to the same session after it was started."""
-    from ..storage.cold_storage import ensure_hot
-    from ..transcript import context_messages
-
-    ensure_hot(session)  # a message sent to a cold session: the turn sees its whole history
-    return context_messages(session.pk, up_to=up_to, limit=CONTEXT_MESSAGES)
+    cold_storage.ensure_hot(
+        session
+    )  # a message sent to a cold session: the turn sees its whole history
+    return transcript.context_messages(session.pk, up_to=up_to, limit=CONTEXT_MESSAGES)
 
 
 def abort_checker(run: Run) -> Callable[[], None]:
@@ -469,61 +484,6 @@ def abort_checker(run: Run) -> Callable[[], None]:
             raise TurnAborted("aborted")
 
     return check_abort
-
-
-def call_tool(run: Run, name: str, arguments: dict) -> dict:
-    """A tool call made by the run's agent, as its own session, extending the run's chain.
-    Refusals and bad arguments come back to the model as {status, error} results."""
-    from ..tools import TOOLS
-
-    requester = requester_for_session(
-        run.session, owner_turn=owner_turn(run), sandboxed=run.sandboxed
-    )
-    refused = not_offered(run, name)
-    if refused:
-        return {"status": "forbidden", "error": refused}
-    token = current_run.set(run)
-    try:
-        # A model's arguments are held to what every way in checks (NUL, which PostgreSQL
-        # cannot store, and nesting depth): an error result the model can correct.
-        store.check_storable(arguments, "arguments")
-        details = TOOLS.call(name, requester=requester, args=arguments)
-        notes = _turn_notes.get()
-        if notes is not None and details.get("status") == "yielded":
-            notes["acknowledgment"] = str(details.get("acknowledgment") or "")
-        return details
-    except Refusal as exc:
-        return {"status": exc.status, "error": exc.message}
-    except ToolError as exc:
-        return {"status": "error", "error": exc.message}
-    except DatabaseError as exc:
-        if not outage.is_connection_lost(exc) or connection.in_atomic_block:
-            raise
-        outage.reset_connection()
-        return {"status": "error", "error": outage.TOOL_ERROR}
-    finally:
-        current_run.reset(token)
-
-
-def not_offered(run: Run, name: str) -> str | None:
-    """Why the run may not call `name`, a tool it was not offered (a script, or a model naming
-    what it was not given, calls what it likes): the setting that left it out. None when it
-    was offered, or is not a tool at all (the registry answers "Tool not available"). The
-    owner-gated tools answer for themselves, with their own refusal (tools/sessions_tool.py)."""
-    from ..tools import TOOLS
-    from .tool_specs import agent_lists_allow, narrow
-
-    if name not in TOOLS or name in offered_tools(run, owner=True):
-        return None
-    session = run.session
-    if session.spawn_depth and not narrow(GatewayConfig.load().subagent_tools, [name]):
-        return f"{name} is not allowed for sub-agents (tools.subagents.tools)"
-    overrides = session_tool_overrides(session)
-    if overrides and not narrow(overrides, [name]):
-        return f"{name} is not allowed in this session (toolOverrides)"
-    if not agent_lists_allow(session.agent.tools_allow, session.agent.tools_deny, name):
-        return f"{name} is not allowed for agent {session.agent_id} (tools.allow/tools.deny)"
-    return f"{name} is not offered to a sub-agent at depth {session.spawn_depth}"
 
 
 # --- finishing --------------------------------------------------------------------------------
@@ -668,7 +628,6 @@ def after_finish(run: Run, sessions: dict[str, Session]) -> None:
         else:
             taskqueue.after_commit(enqueue, ready)
     if (run.session.extra or {}).get("archiveAfterRun"):
-        # The session archived itself during this run (the sessions tool defers it).
-        from ..manage import session_admin
-
-        taskqueue.after_commit(session_admin.archive_scheduled, run.session_id)
+        # The session archived itself during this run (the sessions tool defers it). Managing
+        # sessions is above the engine (archiving stops runs), so it is named, not imported.
+        taskqueue.call_after_commit(ARCHIVE_SCHEDULED, run.session_id)

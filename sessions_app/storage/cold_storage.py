@@ -48,7 +48,7 @@ from django.utils import timezone
 from openclaw_common.errors import Refusal
 
 from ..models import Message, Session
-from ..transcript import _iso, export_header
+from . import jsonl_format
 
 try:  # optional: zstd when available (9.6 writes cold/*.jsonl.zst)
     import zstandard
@@ -119,7 +119,7 @@ def _open_read(path: Path) -> Iterator[IO[bytes]]:
 
 
 def _lines(session: Session, last_seq: int) -> Iterator[bytes]:
-    header = orjson.loads(export_header(session))
+    header = orjson.loads(jsonl_format.export_header(session))
     header["__cold"] = {"lastSeq": last_seq}
     yield orjson.dumps(header) + b"\n"
     after, parent = 0, None
@@ -139,7 +139,7 @@ def _lines(session: Session, last_seq: int) -> Iterator[bytes]:
                 "type": "message",
                 "id": entry_id,
                 "parentId": parent,
-                "timestamp": _iso(row[Message.TRANSCRIPT_COLUMNS.index("timestamp")]),
+                "timestamp": jsonl_format.iso(row[Message.TRANSCRIPT_COLUMNS.index("timestamp")]),
                 "message": Message.transcript_from_values(*row[:width]),
                 "__row": {
                     "seq": seq,

@@ -20,8 +20,9 @@ from openclaw_common import keys
 
 from .. import store
 from ..models import GatewayConfig, Session
-from ..transcript import ExportCursor, export_header
+from ..transcript import ExportCursor
 from . import cold_storage
+from .jsonl_format import export_header
 
 Progress = Callable[[str, int, int], None]
 

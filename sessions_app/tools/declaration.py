@@ -2,7 +2,7 @@
 
 Everything a caller sees of a tool comes from its declaration: the argument checking the tool
 runs (`Declaration.read`, with the error texts of sessions_app/lib/args.py), the JSON schema a model
-is offered (runs/tool_specs.py), the `/tools/invoke` request and response documented in the
+is offered (tools/offer.py), the `/tools/invoke` request and response documented in the
 OpenAPI schema (api/schema.py), the WebSocket RPC table (live/consumer.py) and any later
 protocol (MCP). tests/sessions_app/test_tool_declarations.py checks that they all agree.
 
@@ -157,8 +157,6 @@ class Declaration:
     result: dict[str, Any]
     # Argument names refused before anything else, with a text that points somewhere better.
     refused: Mapping[str, str] = field(default_factory=dict)
-    # OpenClaw's tool-policy group (`group:sessions`), if any.
-    group: str | None = None
     # The gateway RPC method that calls this tool over the WebSocket, if any.
     rpc: str | None = None
 

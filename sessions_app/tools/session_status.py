@@ -78,7 +78,6 @@ DECLARATION = Declaration(
         },
         ("ok", "sessionKey", "agentId", "changedModel", "stateVersion", "statusText"),
     ),
-    group="sessions",
 )
 
 

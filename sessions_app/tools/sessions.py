@@ -124,7 +124,6 @@ DECLARATION = Declaration(
             "updatedSessions": INTEGER,
         }
     ),
-    group="sessions",
 )
 
 

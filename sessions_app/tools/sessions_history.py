@@ -90,7 +90,6 @@ DECLARATION = Declaration(
         },
         ("sessionKey", "messages", *HISTORY_FLAG_NAMES, "totalMessages", "pendingInputs"),
     ),
-    group="sessions",
     rpc="chat.history",
 )
 

@@ -119,7 +119,6 @@ DECLARATION = Declaration(
         },
         ("count", "sessions", "limitApplied", "offset", "hasMore"),
     ),
-    group="sessions",
     rpc="sessions.list",
 )
 

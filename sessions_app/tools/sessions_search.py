@@ -84,7 +84,6 @@ DECLARATION = Declaration(
         },
         ("results",),
     ),
-    group="sessions",
     # No `rpc`: 9.6's sessions.search RPC takes other parameters (sessionKeys, scope).
 )
 

@@ -152,7 +152,6 @@ DECLARATION = Declaration(
         },
         ("runId", "status"),
     ),
-    group="sessions",
 )
 
 

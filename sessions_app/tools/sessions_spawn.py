@@ -309,7 +309,6 @@ DECLARATION = Declaration(
         "for channel delivery."
         for name in DELIVERY_KEYS
     },
-    group="sessions",
 )
 
 

@@ -115,7 +115,6 @@ DECLARATION = Declaration(
         },
         ("status",),
     ),
-    group="sessions",
 )
 
 

@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import GatewayConfig, Message
-from sessions_app.runs.tool_specs import TOOL_GROUPS, tools_for
+from sessions_app.runs.tool_policy import TOOL_GROUPS
+from sessions_app.tools.offer import tools_for
 from tests.conftest import admin_groups, make_agent, make_session, set_config
 from tests.runs.helpers import drain
 

@@ -1,8 +1,8 @@
-"""A run may call only the tools it was offered (runs/engine.not_offered). A model may name a
+"""A run may call only the tools it was offered (tools/offer.not_offered). A model may name a
 tool it was not given, and a script calls what it likes: the agent's tools.allow / tools.deny,
 the sub-agent default, tools.subagents.tools and a session's toolOverrides hold for the call as
 they do for the offer, and the refusal names the setting. One answer decides both
-(tool_specs.offered_names), so they cannot drift apart."""
+(runs/tool_policy.offered_names), so they cannot drift apart."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import json
 import pytest
 
 from sessions_app.models import Message, Run, Session
-from sessions_app.runs.engine import not_offered, offered_tools
-from sessions_app.runs.tool_specs import ALL_TOOLS
+from sessions_app.runs.tool_policy import ALL_TOOLS
+from sessions_app.tools.offer import not_offered, offered_tools
 from tests.conftest import make_agent, make_session, set_config, user
 from tests.runs.helpers import drain
 

@@ -11,11 +11,12 @@ import pytest
 
 from openclaw_common.errors import Forbidden, InvalidArgument
 from sessions_app.manage.agents import clean_backend
-from sessions_app.runs import tool_specs
 from sessions_app.runs.backends import BackendError, TurnAborted, TurnInput, get_backend
 from sessions_app.runs.backends import openai as openai_backend
 from sessions_app.runs.backends.openai import OpenAIBackend
-from sessions_app.runs.tool_specs import ALL_TOOLS, SESSION_TOOLS, tools_for
+from sessions_app.runs.tool_policy import ALL_TOOLS, SESSION_TOOLS
+from sessions_app.tools import offer as tool_specs
+from sessions_app.tools.offer import tools_for
 
 # --- helpers ---------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from sessions_app import state_log
 from sessions_app.models import Run, Session
 from sessions_app.runs.chain import Chain
 from sessions_app.runs.engine import execute_run, finish_run, start_run
-from sessions_app.runs.tool_specs import tools_for
 from sessions_app.state_log import SessionEvent
+from sessions_app.tools.offer import tools_for
 from tests.conftest import add_messages, assistant, make_session, set_config, user
 
 

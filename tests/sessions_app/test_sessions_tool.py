@@ -585,7 +585,7 @@ def test_the_tool_declares_every_96_patch_field():
 
 
 def test_sub_agents_are_not_offered_the_tool(agents):
-    from sessions_app.runs.tool_specs import OWNER_ONLY, SUBAGENT_DEFAULT_DENY
+    from sessions_app.runs.tool_policy import OWNER_ONLY, SUBAGENT_DEFAULT_DENY
 
     assert "sessions" in SUBAGENT_DEFAULT_DENY and "sessions" in OWNER_ONLY
     # The rest, turn by turn: tests/sessions_app/test_sessions_tool_owner.py

@@ -11,7 +11,7 @@ import pytest
 
 from sessions_app.manage.session_admin import NOT_OWNER_TEXT, SUBAGENT_TEXT
 from sessions_app.models import Message, Run, Session
-from sessions_app.runs.tool_specs import tools_for
+from sessions_app.tools.offer import tools_for
 from tests.conftest import make_agent, make_session, set_config, user
 from tests.runs.helpers import drain
 

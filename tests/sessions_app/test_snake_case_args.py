@@ -10,8 +10,8 @@ import pytest
 from openclaw_common.errors import InvalidArgument
 from sessions_app.api.async_views import SEND_BODY
 from sessions_app.mcp.server import MCP_TOOLS
-from sessions_app.runs import tool_specs
 from sessions_app.tools import TOOLS
+from sessions_app.tools import offer as tool_specs
 from sessions_app.tools.declaration import Boolean, _snake, _types
 from tests.conftest import add_messages, assistant, make_session, set_config, user
 

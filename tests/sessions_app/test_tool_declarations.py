@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 
 from sessions_app.api import schema as api_schema
-from sessions_app.runs import tool_specs
-from sessions_app.tools import TOOLS
+from sessions_app.runs import tool_policy
+from sessions_app.tools import TOOLS, offer
 from tests.conftest import (
     add_messages,
     assistant,
@@ -43,13 +43,13 @@ def test_the_registry_lists_every_tool_module_once():
         "session_status",
         "sessions",
     ]
-    assert tuple(NAMES) == tool_specs.ALL_TOOLS
+    assert tuple(NAMES) == tool_policy.ALL_TOOLS
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_model_schema_and_openapi_are_the_declaration(db, anonymous, name):
     declaration = TOOLS.get(name).declaration
-    offered = tool_specs.TOOL_SPECS[name]
+    offered = offer.TOOL_SPECS[name]
     assert offered.description == declaration.description
     assert offered.parameters == declaration.parameters()
 

@@ -1,7 +1,9 @@
-"""Which tools an agent's run is offered, as function-calling schemas.
+"""Which tools a run is offered, by name: the names and OpenClaw's groups, the sub-agent and
+orchestrator defaults, allow/deny lists and narrowings, and checking a tool-policy setting.
 
-The schemas are the tools' own declarations (sessions_app/tools/, one per tool); this module
-only decides which of them a run gets, by the agent's allow and deny lists.
+Names only, so the engine and the settings (config, sessions.patch toolOverrides) decide
+without importing the tools, which sit above them; tools/__init__.py builds its registry from
+ALL_TOOLS, and tools/offer.py turns these names into the schemas a model is given.
 """
 
 from __future__ import annotations
@@ -9,18 +11,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import orjson
-
 from openclaw_common.errors import InvalidArgument
 
-from ..tools import TOOLS
-from .backends.base import ToolSpec
-
-ALL_TOOLS = TOOLS.names
+# Every tool, in the order the tools are offered to a model (one module each in tools/).
+ALL_TOOLS = (
+    "sessions_list",
+    "sessions_history",
+    "sessions_search",
+    "sessions_send",
+    "sessions_spawn",
+    "sessions_yield",
+    "subagents",
+    "agents_list",
+    "session_status",
+    "sessions",
+)
 # OpenClaw's tool-policy groups, so an agent's allow/deny lists can say `group:sessions`.
 TOOL_GROUPS = {
-    f"group:{group}": tuple(t.name for t in TOOLS if t.declaration.group == group)
-    for group in {t.declaration.group for t in TOOLS if t.declaration.group}
+    "group:sessions": (
+        "sessions_list",
+        "sessions_history",
+        "sessions_search",
+        "sessions_send",
+        "sessions_spawn",
+        "subagents",
+        "session_status",
+        "sessions",
+    ),
 }
 SESSION_TOOLS = TOOL_GROUPS["group:sessions"]
 # Sub-agents get the full tool set minus the session tools (seeds). agents_list goes too: it
@@ -45,15 +62,6 @@ SUBAGENT_DEFAULT_DENY = frozenset(ALL_TOOLS) - NEVER_DENIED
 # offered).
 OWNER_ONLY = frozenset({"sessions"})
 
-TOOL_SPECS: dict[str, ToolSpec] = {
-    tool.name: ToolSpec(
-        name=tool.name,
-        description=tool.declaration.description,
-        parameters=tool.declaration.parameters(),
-    )
-    for tool in TOOLS
-}
-
 
 def _names(values: Iterable[str] | None) -> set[str]:
     names: set[str] = set()
@@ -61,17 +69,6 @@ def _names(values: Iterable[str] | None) -> set[str]:
         name = str(value).strip().lower()
         names.update(TOOL_GROUPS.get(name, (name,)))
     return names
-
-
-def tools_for(*args: Any, **kwargs: Any) -> list[ToolSpec]:
-    """The tools a run of this agent is offered, as fresh schema copies: offered_names' answer
-    (same arguments)."""
-    return specs_of(offered_names(*args, **kwargs))
-
-
-def specs_of(names: Iterable[str]) -> list[ToolSpec]:
-    """The schemas of these tools, as fresh copies (a backend may change what it is given)."""
-    return [_fresh(TOOL_SPECS[n]) for n in names]
 
 
 def offered_names(
@@ -164,15 +161,3 @@ def clean_tool_policy(path: str, value: Any) -> dict[str, list[str]]:
             )
         cleaned[part] = list(dict.fromkeys(names))
     return cleaned
-
-
-# Every turn gets its own copy of the schemas (a backend may change what it is given), and
-# copy.deepcopy of them cost ~1 ms a turn: a decode of their JSON costs a few microseconds.
-_PARAMETERS_JSON: dict[str, bytes] = {}
-
-
-def _fresh(spec: ToolSpec) -> ToolSpec:
-    encoded = _PARAMETERS_JSON.get(spec.name)
-    if encoded is None:
-        encoded = _PARAMETERS_JSON[spec.name] = orjson.dumps(spec.parameters)
-    return ToolSpec(name=spec.name, description=spec.description, parameters=orjson.loads(encoded))
