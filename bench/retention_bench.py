@@ -138,7 +138,7 @@ def summary(latencies: list[float]) -> dict:
 
 
 def measure(policy_kwargs: dict) -> dict:
-    from sessions_app.storage import retention
+    from sessions_app.manage import retention
 
     alone = Writer()
     alone.start()

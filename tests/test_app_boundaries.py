@@ -109,3 +109,203 @@ def test_the_check_finds_lazy_relative_and_dynamic_imports(tmp_path):
         "policies_app/bad.py:6 imports sessions_app.store",
         "policies_app/bad.py:7 imports sessions_app",
     ]
+
+
+# --- The layers of sessions_app (STYLE.md, "Layers as folders") --------------------------------
+# Each folder (or top-level module) of sessions_app, by layer from the ground up. A module may
+# import its own layer and those below it, never one above: the run engine does not import the
+# tools, the nouns do not start runs. The adapters (last) may import anything.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("lib",),  # primitives: no app imports at all (test below)
+    ("models",),
+    ("access",),
+    ("rows", "send_modes", "state_log", "store", "transcript", "storage"),  # the nouns
+    ("delivery",),
+    ("runs",),
+    ("acp",),
+    ("reads", "manage"),
+    ("tools",),
+    ("api", "live", "mcp", "ui", "admin", "management", "templatetags", "apps", "acp_agents"),
+)
+LAYER_OF = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+# Imports inside functions: each that remains, with why it cannot be at the top of its module.
+# A new one fails the suite; a removed one should be removed here too.
+LAZY_IMPORTS = {
+    ("sessions_app/apps.py", "django_q.signals"): "Django's app registry must be ready first",
+    ("sessions_app/apps.py", "sessions_app.acp"): "ready() composes the app: the engine gets ACP",
+    ("sessions_app/apps.py", "sessions_app.runs"): "ready() composes the app (engine, watchdog)",
+    (
+        "sessions_app/apps.py",
+        "sessions_app.tools",
+    ): "ready() composes the app: the engine gets tools",
+}
+TOP_LEVEL_MODULES_MAX = 12
+APP = ("sessions_app", "policies_app", "openclaw_common")
+
+
+def _app_modules(root: Path = ROOT) -> dict[str, Path]:
+    found = {}
+    for path in sorted((root / "sessions_app").rglob("*.py")):
+        if "migrations" not in path.relative_to(root).parts:
+            found[module_name(path, root)] = path
+    return found
+
+
+def _part(module: str) -> str:
+    """The folder or top-level module of sessions_app that `module` is in."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _edges(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the sessions_app modules it imports (a name that is a module counts as it)."""
+    modules = _app_modules(root)
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for _, imported in imports(path, root):
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name and imported != "sessions_app":
+                targets.add(imported)
+        edges[name] = targets
+    return edges
+
+
+def test_each_layer_imports_only_its_own_and_those_below():
+    upward = []
+    for module, targets in _edges().items():
+        if module == "sessions_app":
+            continue
+        rank = LAYER_OF.get(_part(module))
+        assert rank is not None, f"{module}: put its folder in LAYERS"
+        for target in sorted(targets):
+            if LAYER_OF.get(_part(target), -1) > rank:
+                upward.append(f"{module} imports {target}")
+    assert upward == []
+
+
+def test_lib_imports_nothing_of_the_app():
+    found = []
+    for path in sorted((ROOT / "sessions_app" / "lib").rglob("*.py")):
+        for line, module in imports(path, ROOT):
+            outside = not module.startswith(("openclaw_common", "sessions_app.lib"))
+            if module.startswith(APP) and outside:
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert found == []
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_of_more_than_two_modules():
+    assert [c for c in _circles(_edges()) if len(c) > 2] == []
+
+
+def test_the_circle_check_finds_a_circle():
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(edges) == [["a", "b", "c"]]
+
+
+def lazy_imports(root: Path = ROOT) -> set[tuple[str, str]]:
+    """(file, package) of each project or Django-registry import inside a function."""
+    found = set()
+    for path in sorted((root / "sessions_app").rglob("*.py")):
+        relative = path.relative_to(root)
+        if "migrations" in relative.parts:
+            continue
+        name = module_name(path, root)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom):
+                    base = absolute(node.module, node.level, package)
+                    if base.startswith(APP) or base == "django_q.signals":
+                        top = ".".join(base.split(".")[:2])
+                        found.add((str(relative), top))
+    return found
+
+
+def test_imports_inside_functions_are_the_known_few():
+    assert lazy_imports() == set(LAZY_IMPORTS)
+
+
+def test_sessions_app_keeps_few_top_level_modules():
+    top = [
+        p.name
+        for p in (ROOT / "sessions_app").glob("*.py")
+        if p.name not in ("__init__.py", "apps.py")
+    ]
+    assert len(top) <= TOP_LEVEL_MODULES_MAX, sorted(top)
+
+
+TOOL_API = {"TOOL", "DECLARATION"}
+
+
+def test_tool_modules_are_only_tools_to_the_rest_of_the_app():
+    """Outside tools/, a tool module gives its TOOL or DECLARATION and nothing else: what two
+    callers share lives in the layer below (reads/, runs/, access/...)."""
+    tool_modules = {
+        module_name(p, ROOT)
+        for p in (ROOT / "sessions_app" / "tools").glob("*.py")
+        if p.name not in ("__init__.py", "declaration.py", "registry.py", "shapes.py", "offer.py")
+    }
+    found = []
+    for path in sorted((ROOT / "sessions_app").rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if relative.parts[1] in ("tools", "migrations"):
+            continue
+        name = module_name(path, ROOT)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), filename=str(path))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = absolute(node.module, node.level, package)
+            for alias in node.names:
+                if base in tool_modules and alias.name not in TOOL_API:
+                    found.append(f"{relative}:{node.lineno} takes {alias.name} from {base}")
+                if f"{base}.{alias.name}" in tool_modules:
+                    aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr not in TOOL_API
+            ):
+                found.append(f"{relative}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
+    assert found == []

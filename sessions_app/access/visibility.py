@@ -15,6 +15,8 @@ from django.db.models import Q
 
 from openclaw_common import keys
 
+from ..models import Agent
+
 VISIBILITIES = ("self", "tree", "agent", "all")
 ACTIONS = {
     # action: (error prefix, A2A noun, A2A disabled tail)
@@ -211,3 +213,14 @@ def can_list(policy: Policy, *, key: str, agent_id: str, spawned_by: str) -> boo
     if policy.visibility == "agent" or own:
         return own
     return a2a_allowed(policy, policy.requester_agent, agent_id)
+
+
+def visible_filter(policy: Policy) -> Q:
+    """visible_q(), reading the agent ids only when the allow list needs them: with
+    `all`, agent-to-agent on and an allow list that admits everyone (empty or "*"), every agent
+    is visible and the list needs no agent filter (and no query to find that out)."""
+    if policy.visibility == "all" and policy.a2a_enabled and not policy.restrict_to_spawned:
+        if not policy.a2a_allow or any(p.strip() == "*" for p in policy.a2a_allow):
+            return Q()
+        return visible_q(policy, agent_ids=list(Agent.objects.values_list("id", flat=True)))
+    return visible_q(policy)

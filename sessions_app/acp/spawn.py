@@ -19,11 +19,20 @@ from openclaw_common.errors import Forbidden
 from ..access.identity import Requester
 from ..models import Agent, GatewayConfig, Run
 from ..runs.chain import next_hop
+from ..runs.spawn import (
+    SpawnPlan,
+    SpawnRefused,
+    accepted_result,
+    check_requester_limits,
+    check_runtime_and_mode,
+    not_applied_notes,
+    start_child,
+)
 from ..runs.subagent_limits import limits_for
 from .harnesses import Harness, HarnessError, configured
 
 if TYPE_CHECKING:
-    from ..tools.sessions_spawn import SpawnRequest
+    from ..runs.spawn import SpawnRequest
 
 ATTACHMENTS_REFUSED = (
     "attachments are currently unsupported for runtime=acp; use runtime=subagent or remove "
@@ -42,16 +51,6 @@ DISABLED = "ACP is disabled by policy (acp.enabled=false)."
 
 def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
     """Accept an ACP spawn at once: {status: accepted, childSessionKey, runId, mode, note}."""
-    from ..tools.sessions_spawn import (
-        SpawnPlan,
-        SpawnRefused,
-        accepted_result,
-        check_requester_limits,
-        check_runtime_and_mode,
-        not_applied_notes,
-        start_child,
-    )
-
     if request.attachments:
         raise SpawnRefused(ATTACHMENTS_REFUSED)
     check_runtime_and_mode(request)
@@ -102,8 +101,6 @@ def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
 
 def pick_harness(agent_id: str | None, config: GatewayConfig) -> Harness:
     """agentId (a harness id), else acp.defaultAgent; allowed by acp.allowedAgents; configured."""
-    from ..tools.sessions_spawn import SpawnRefused
-
     harness_id = (agent_id or "").strip().lower() or config.acp_default_agent
     if not harness_id:
         raise SpawnRefused(
@@ -131,8 +128,6 @@ def acp_runs_in_flight():
 
 
 def check_concurrency(config: GatewayConfig) -> None:
-    from ..tools.sessions_spawn import SpawnRefused
-
     running = acp_runs_in_flight().count()
     if running >= config.acp_max_concurrent_sessions:
         raise SpawnRefused(

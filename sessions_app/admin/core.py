@@ -25,15 +25,16 @@ from openclaw_common.errors import InvalidArgument
 
 from .. import store, transcript
 from ..manage import config
-from ..manage import model_catalog as catalog
 from ..manage.agents import upsert_agent
 from ..models import Agent, ApiKey, GatewayConfig, Message, Run, Session
 from ..reads import jsonl_export
 from ..runs import control, engine
+from ..runs import model_catalog as catalog
 from ..runs.backends import TurnInput, get_backend
 from ..storage import cold_storage
 from .actions import ActionsNeedChangeMixin, RowAction, RowActionsMixin, each_row_action
 from .forms import AgentForm, ApiKeyCreateForm, GatewayConfigForm
+from .retention import retention_view
 from .singleton import SingletonAdminMixin
 
 # Change pages that only show data: no Save buttons.
@@ -603,8 +604,6 @@ class GatewayConfigAdmin(SingletonAdminMixin, admin.ModelAdmin):
 
     def get_urls(self):
         from django.urls import path
-
-        from .retention import retention_view
 
         retention = path(
             "retention/",

@@ -15,9 +15,8 @@ from django.template.response import TemplateResponse
 
 from openclaw_common.errors import InvalidArgument
 
-from ..manage import config
+from ..manage import config, retention
 from ..models import GatewayConfig
-from ..storage import retention
 
 TIERS = (
     ("archive_age", "Archived: idle longer than pruneAfter (age-retention)"),

@@ -11,7 +11,7 @@ from ..runs import engine
 from ..runs.lookup import get_run_for, run_as_dict
 from ..runs.wait import wait_for_run
 from ..tools.sessions_send import DECLARATION as SEND_DECLARATION
-from ..tools.sessions_send import sessions_send_async
+from ..tools.sessions_send import TOOL as SEND_TOOL
 from . import http
 from .tools_invoke import idempotency_key_of
 
@@ -31,7 +31,8 @@ async def session_send(request, key: str):
     body = SEND_DECLARATION.camel(body)
     requester = await requester_of(request)
     args = {"sessionKey": key, **{k: v for k, v in body.items() if k != "idempotencyKey"}}
-    result = await sessions_send_async(
+    assert SEND_TOOL.run_async is not None  # sessions_send waits holding no thread
+    result = await SEND_TOOL.run_async(
         requester=requester, args=args, idempotency_key=idempotency_key_of(request, body)
     )
     return http.json_response(result)

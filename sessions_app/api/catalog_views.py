@@ -11,8 +11,8 @@ from rest_framework.views import APIView
 from openclaw_common.errors import InvalidArgument, NotFound
 
 from .. import store
-from ..manage import model_catalog
 from ..models import Agent, GatewayConfig
+from ..runs import model_catalog
 from ..store import require_scope
 from . import http
 from .drf import no_query_args

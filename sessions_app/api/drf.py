@@ -13,6 +13,7 @@ from rest_framework.renderers import JSONRenderer
 
 from openclaw_common.errors import InvalidArgument, Unauthenticated
 
+from ..access.identity import Requester
 from ..lib.args import Args
 from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
@@ -134,3 +135,8 @@ def query_args(request, *, list_names: tuple[str, ...] = ()) -> dict:
 def no_query_args(request) -> None:
     """Endpoints without query parameters still refuse unknown ones, as the tools do."""
     Args(query_args(request), frozenset(), tool="this endpoint")
+
+
+def requester_of(request) -> Requester:
+    """The requester a DRF view's request speaks as (its key, and the session it names)."""
+    return http.requester(request.auth, request)

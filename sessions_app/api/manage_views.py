@@ -15,7 +15,7 @@ from openclaw_common.errors import InvalidArgument
 
 from ..lib.args import Args
 from ..manage import patch_fields, session_admin
-from .drf import json_body, no_query_args, query_args
+from .drf import json_body, no_query_args, query_args, requester_of
 from .schema import (
     GROUP_NAME_PATH,
     GROUP_RENAME_BODY,
@@ -37,12 +37,6 @@ PATCH_BODY_NAMES = frozenset(
         "expectedSessionId",
     }
 )
-
-
-def requester_of(request):
-    from .views import requester_of as requester
-
-    return requester(request)
 
 
 def optional_string(body: dict, name: str) -> str | None:

@@ -12,7 +12,6 @@ from openclaw_common import keys
 from openclaw_common.errors import Forbidden, InvalidArgument
 
 from .. import store
-from ..access.identity import Requester
 from ..access.resolve import resolve_session, resolve_session_id
 from ..lib.args import Args
 from ..live import sse
@@ -21,6 +20,7 @@ from ..manage import agents as agents_mod
 from ..manage import config as config_mod
 from ..manage import patch_fields
 from ..models import ApiKey, GatewayConfig
+from ..reads import history_read
 from ..reads.jsonl_export import jsonl_response
 from ..rows import row_of
 from ..runs import control, ingest
@@ -29,12 +29,9 @@ from ..tools import agents_list as agents_list_tool
 from ..tools import session_status as session_status_tool
 from ..tools import sessions_list as sessions_list_tool
 from ..tools import sessions_search as sessions_search_tool
-from ..tools.agents_list import agents_list
-from ..tools.sessions_history import MAX_LIMIT, history_page
-from ..tools.sessions_list import sessions_list
-from ..tools.sessions_spawn import sessions_spawn
-from . import http, manage_views
-from .drf import FastJSONRenderer, json_body, no_query_args, query_args
+from ..tools import sessions_spawn as sessions_spawn_tool
+from . import manage_views
+from .drf import FastJSONRenderer, json_body, no_query_args, query_args, requester_of
 from .schema import (
     ABORT_BODY,
     APPEND_BODY,
@@ -55,10 +52,6 @@ RAW_PARAM = OpenApiParameter(
 )
 
 
-def requester_of(request) -> Requester:
-    return http.requester(request.auth, request)
-
-
 def _row(session, requester_settings) -> dict:
     return row_of(session, settings=requester_settings)
 
@@ -77,7 +70,7 @@ class SessionsView(APIView):
     )
     def get(self, request):
         return Response(
-            sessions_list(
+            sessions_list_tool.TOOL.run(
                 requester=requester_of(request), args=query_args(request, list_names=("kinds",))
             )
         )
@@ -203,7 +196,7 @@ class SessionHistoryView(APIView):
     )
     def get(self, request, key: str):
         a = Args(query_args(request), self.ARGS, tool="history")
-        limit = min(a.integer("limit", minimum=1, default=200), MAX_LIMIT)
+        limit = min(a.integer("limit", minimum=1, default=200), history_read.MAX_LIMIT)
         include_tools = a.boolean("includeTools", default=False)
         before_seq = parse_cursor(a.string("cursor", max_length=40))
         stream = sse.wanted(request, a.boolean("follow", default=False))
@@ -218,7 +211,7 @@ class SessionHistoryView(APIView):
                 history = None
             else:
                 # The page ends at the seq the stream starts after: no gap, no repeat.
-                page = history_page(
+                page = history_read.history_page(
                     session,
                     limit=limit,
                     include_tools=include_tools,
@@ -228,7 +221,7 @@ class SessionHistoryView(APIView):
             return sse.history_stream(
                 requester=requester, api_key_id=request.auth.pk, followed=followed, history=history
             )
-        page = history_page(
+        page = history_read.history_page(
             session, limit=limit, include_tools=include_tools, before_seq=before_seq
         )
         return Response(self.body(display, page))
@@ -395,7 +388,9 @@ class SpawnView(APIView):
         )
     )
     def post(self, request):
-        return Response(sessions_spawn(requester=requester_of(request), args=json_body(request)))
+        return Response(
+            sessions_spawn_tool.TOOL.run(requester=requester_of(request), args=json_body(request))
+        )
 
 
 STATUS_ARGS = frozenset({"changesSince"})
@@ -427,7 +422,7 @@ class SessionStatusView(APIView):
         Args(args, STATUS_ARGS | {"changes_since"}, tool="session status")  # 9.6 §0
         args = session_status_tool.DECLARATION.camel(args)
         return Response(
-            session_status_tool.session_status(
+            session_status_tool.TOOL.run(
                 requester=requester_of(request), args={**args, "sessionKey": key}
             )
         )
@@ -456,9 +451,7 @@ class SearchView(APIView):
             if "query" in args:
                 raise InvalidArgument("q and query cannot be used together")
             args["query"] = args.pop("q")
-        return Response(
-            sessions_search_tool.sessions_search(requester=requester_of(request), args=args)
-        )
+        return Response(sessions_search_tool.TOOL.run(requester=requester_of(request), args=args))
 
 
 class AgentsView(APIView):
@@ -473,7 +466,9 @@ class AgentsView(APIView):
         )
     )
     def get(self, request):
-        return Response(agents_list(requester=requester_of(request), args=query_args(request)))
+        return Response(
+            agents_list_tool.TOOL.run(requester=requester_of(request), args=query_args(request))
+        )
 
 
 class AgentDetailView(APIView):

@@ -20,7 +20,7 @@ from ..access.identity import Requester
 from ..access.resolve import resolve_session
 from ..models import Message, Session
 from ..storage import cold_storage
-from ..tools.sessions_history import DECLARATION, sessions_history
+from ..tools.sessions_history import DECLARATION, TOOL
 from ..transcript import bound, message_rows
 
 MAX_DELTA_MESSAGES = 200
@@ -51,7 +51,7 @@ def chat_history(requester: Requester, params: dict) -> dict:
         if "offset" in params or "messageId" in params:
             raise InvalidArgument("cursor cannot be used with offset or messageId")
         return delta(requester, params)
-    result = sessions_history(requester=requester, args=params)
+    result = TOOL.run(requester=requester, args=params)
     # A tail: the newest messages (an anchored read around a messageId is not one).
     if params.get("offset") in (0, None) and not params.get("messageId"):
         # The page is the newest messages: the cursor is the newest seq it holds (0 for an

@@ -38,10 +38,10 @@ from .. import rows, transcript
 from ..access import visibility
 from ..access.resolve import forbidden_text
 from ..access.visibility import can_list
-from ..lib import sanitize
+from ..lib import hints, sanitize
 from ..models import Agent, ApiKey, GatewayConfig, Message, Run, Session, now_ms
 from ..runs import subagent_tasks
-from . import hints, limits
+from . import limits
 from .subscribers import Event, Followed, Subscriber
 
 log = logging.getLogger("openclaw.live")

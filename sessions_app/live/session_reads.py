@@ -132,10 +132,8 @@ def sessions_resolve(requester: Requester, params: dict) -> dict:
 
 
 def _by_label(requester: Requester, label: str, agent_id) -> list[Session]:
-    from ..tools.sessions_list import visible_filter
-
     policy = visibility.policy_for(requester)
-    rows = Session.objects.active().filter(visible_filter(policy), label=label)
+    rows = Session.objects.active().filter(visibility.visible_filter(policy), label=label)
     if agent_id is not None:
         rows = rows.filter(agent_id=agent_id)
     return list(rows.order_by("-updated_at")[:11])

@@ -16,6 +16,7 @@ from openclaw_common.errors import AccessDenied, InvalidArgument
 from ..access.identity import Requester
 from ..manage import patch_fields, session_admin
 from ..models import Session
+from ..tools.sessions import TOOL as SESSIONS_TOOL
 
 # Nobody is "current" over the gateway: archiving always names the expected sessionId.
 RPC_CALLER = session_admin.Caller(current_key="")
@@ -171,9 +172,8 @@ def sessions_assign_owner(requester: Requester, params: dict) -> dict:
     owner = params.get("owner")
     if not isinstance(owner, dict) or set(owner) != {"type", "id"}:
         raise InvalidArgument("assign_owner requires ownerType and ownerId")
-    from ..tools.sessions import sessions as sessions_tool
 
-    return sessions_tool(
+    return SESSIONS_TOOL.run(
         requester=requester,
         args={
             "action": "assign_owner",

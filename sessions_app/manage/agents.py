@@ -12,10 +12,9 @@ from openclaw_common.errors import InvalidArgument
 
 from ..lib import outbound
 from ..models import Agent, ApiKey
-from ..runs import webhooks
+from ..runs import model_catalog, webhooks
 from ..runs.subagent_limits import OVERRIDES
 from ..store import check_storable, require_scope
-from . import model_catalog
 
 AGENT_FIELDS = frozenset(
     {"name", "description", "model", "backend", "subagents", "sandboxed", "tools", "webhook"}

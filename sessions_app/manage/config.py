@@ -17,9 +17,11 @@ from openclaw_common.errors import InvalidArgument
 
 from ..acp import harnesses
 from ..models import ApiKey, GatewayConfig, Session
+from ..runs import model_catalog
 from ..runs.tool_policy import clean_tool_policy
 from ..store import require_scope
-from . import model_catalog, send_policy_api
+from . import send_policy_api
+from .retention import clean_policy
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,6 @@ def _tool_policy(value: Any) -> dict:
 
 
 def _maintenance(value: Any) -> dict:
-    from ..storage.retention import clean_policy  # (retention reads the config row)
-
     return clean_policy(value)
 
 

@@ -26,13 +26,14 @@ from collections.abc import Callable
 from typing import Any
 
 from openclaw_common import keys
-from openclaw_common.errors import AccessDenied, InvalidArgument
+from openclaw_common.errors import AccessDenied, InvalidArgument, SessionChanged
 
 from .. import store
 from ..access.identity import Requester
 from ..lib.jsontext import byte_size
 from ..models import Session, now_ms
 from ..rows import row_of
+from ..runs.tool_policy import clean_tool_policy
 
 DEFAULT_STATUS_TTL_MINUTES = 30  # 9.6: ttlMinutes 1–120, default 30
 
@@ -110,8 +111,6 @@ def _choice(*allowed: Any) -> Callable[[str, Any], Any]:
 
 
 def _tool_overrides(name: str, value: Any) -> dict[str, list[str]]:
-    from ..runs.tool_specs import clean_tool_policy
-
     return clean_tool_policy(name, value)
 
 
@@ -206,8 +205,6 @@ def apply(extra: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 def check_marked_unread(session: Session, expected: Any, display: str) -> None:
     """`expectedMarkedUnreadAt` (ms, or null for "not marked"): a client's guard that nobody
     marked or cleared the session unread since it read it."""
-    from openclaw_common.errors import SessionChanged
-
     if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int)):
         raise InvalidArgument("expectedMarkedUnreadAt must be an integer or null")
     if (session.extra or {}).get(MARKED_UNREAD_AT) != expected:

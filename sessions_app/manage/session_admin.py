@@ -31,11 +31,14 @@ from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, Forbidden, InvalidArgument, SessionChanged
 
 from .. import store
+from ..access import visibility
 from ..access.identity import VIEWER, Requester
 from ..access.resolve import find_session, forbidden_text, not_found_text
 from ..lib.jsontext import byte_size
 from ..models import ApiKey, Message, Run, Session, SessionGroup, new_session_id, now_ms
-from . import model_catalog, patch_fields
+from ..runs import control, model_catalog
+from ..storage import cold_storage
+from . import patch_fields
 
 NAMED_ICONS = ("braces", "book", "monitor", "bot", "kanban", "coins")
 MAX_ICON_BYTES = 16 * 1024
@@ -102,8 +105,6 @@ def find_managed(requester: Requester, raw: str) -> Session:
     check_owner(requester)
     session, canonical, by_key = find_session(requester, raw)
     if not requester.is_operator and (session is not None or by_key):
-        from ..access import visibility
-
         policy = visibility.policy_for(requester)
         spawned_by = session.spawned_by if session else ""
         if forbidden_text(policy, raw, canonical=canonical, spawned_by=spawned_by, action="status"):
@@ -484,8 +485,6 @@ def archive(session: Session, *, reason: str = "manual") -> str:
     """Archive `session`: its work is stopped first (9.6 fences admission and cancels the
     session's work), and the pin is cleared. "archived", or "unchanged" when it already was (a
     successful no-op, as in 9.6). The tool, the REST and WebSocket forms and the command."""
-    from ..runs import control
-
     if has_run_in_flight(session):
         control.stop_session(session, reason=f"session archived ({reason})", clear_queued=True)
     session.refresh_from_db()
@@ -603,8 +602,6 @@ def delete(
         cold_file = locked.cold_file
         locked.delete()
         if cold_file:
-            from ..storage import cold_storage
-
             transaction.on_commit(lambda: cold_storage.remove_file(cold_file))
     return {"ok": True, "key": display, "deleted": True, "archived": []}
 

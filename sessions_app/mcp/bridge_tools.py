@@ -27,14 +27,17 @@ from ..access.resolve import resolve_session
 from ..delivery import targets
 from ..delivery.outbox import enqueue_delivery
 from ..lib import sanitize
+from ..lib.jsontext import dumps_pretty
 from ..models import Message, Session
 from ..reads import list_enrichment
 from ..rows import session_row
 from ..storage import cold_storage
+from ..store import append_to_session, read_messages
 from ..tools import TOOLS
 from ..tools.declaration import Boolean, Declaration, Integer, String, Tool
 from ..tools.shapes import ANY_OBJECT, MESSAGE, NULLABLE_INTEGER, STRING, array, obj
 from . import events
+from .conversations import conversation_of, message_id
 
 LIST_PAGE = 200  # sessions_list's own ceiling
 LIST_PAGES = 5  # conversations are a subset of sessions: look through this many pages at most
@@ -58,42 +61,6 @@ CONVERSATION = obj(
     },
     ("sessionKey", "channel", "to", "updatedAt"),
 )
-
-
-def message_id(seq: int) -> str:
-    return f"{seq:08x}"
-
-
-def conversation_of(row: dict) -> dict | None:
-    """A sessions_list row as a conversation, or None when it has no route."""
-    context = row.get("deliveryContext") or {}
-    channel = context.get("channel") or row.get("lastChannel")
-    if not channel and row.get("channel") not in (None, keys.UNKNOWN_CHANNEL):
-        channel = row["channel"]
-    to = context.get("to") or row.get("lastTo")
-    if not channel or not to:
-        return None
-    out: dict[str, Any] = {"sessionKey": row["key"], "channel": channel, "to": to}
-    for name, value in (
-        ("accountId", context.get("accountId")),
-        ("threadId", context.get("threadId")),
-        ("label", row.get("label")),
-        ("displayName", row.get("displayName")),
-    ):
-        if value not in (None, ""):
-            out[name] = str(value)
-    out["updatedAt"] = row.get("updatedAt")
-    return out
-
-
-def text_of(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = [
-        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-    ]
-    return "\n".join(p for p in parts if isinstance(p, str))
 
 
 def _session_conversation(session: Session, requester: Requester) -> dict | None:
@@ -288,8 +255,6 @@ MESSAGES_SEND = Declaration(
 def messages_send(*, requester: Requester, args: Any) -> dict:
     """Append the text as an assistant message and hand it to the outbox in one transaction (the
     send policy decides there: a denied send is stored `blocked`, not delivered)."""
-    from ..store import append_to_session, read_messages
-
     a = MESSAGES_SEND.read(args)
     with transaction.atomic():
         session = resolve_session(requester, a.session_key, action="send")
@@ -330,8 +295,6 @@ BRIDGE_TOOLS = tuple(TOOLS_BY_NAME.values())
 
 def result_text(name: str, details: dict) -> str | None:
     """OpenClaw's text for a bridge tool's result (None: not a bridge tool)."""
-    from ..lib.jsontext import dumps_pretty
-
     if name == "conversations_list":
         return f"conversations: {len(details['conversations'])}\n\n{dumps_pretty(details)}"
     if name == "messages_read":

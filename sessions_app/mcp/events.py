@@ -33,8 +33,8 @@ from ..live.subscribers import Subscriber
 from ..models import Message, Session
 from ..rows import session_row
 from ..tools.declaration import Declaration, Integer, String, Tool
-from ..tools.sessions_list import visible_filter
 from ..tools.shapes import ANY_OBJECT, INTEGER, STRING, array, obj
+from .conversations import conversation_of, message_id, text_of
 
 MAX_LIMIT = 200
 # settled_horizon: how many ids after a cursor it looks at, and how far the clocks of the
@@ -103,7 +103,7 @@ def _messages(requester: Requester, session_key: str | None):
             session=resolve_session(requester, session_key, action="history")
         )
     sessions = Session.objects.listable(settings=requester.key_settings).filter(
-        visible_filter(visibility.policy_for(requester))
+        visibility.visible_filter(visibility.policy_for(requester))
     )
     return Message.objects.filter(session__in=sessions)
 
@@ -147,8 +147,6 @@ def oldest_open_writer() -> datetime | None:
 def read_events(requester: Requester, after: int, session_key: str | None, limit: int) -> list:
     """The events after cursor `after`, oldest first, sanitised as history is; never past a
     message that may still appear below them (settled_horizon)."""
-    from .bridge_tools import conversation_of, message_id, text_of
-
     messages = _messages(requester, session_key).filter(pk__gt=after)
     horizon = settled_horizon(after)
     if horizon is not None:

@@ -1,13 +1,13 @@
-"""The retention tasks moved with their module (sessions_app/storage/retention.py): stored
+"""The retention tasks moved with their module (sessions_app/manage/retention.py): stored
 django-q2 schedules name the new dotted path. `serve` would rewrite them at its next start
 (retention.ensure_schedules); this does it for a cluster started without `serve`."""
 
 from django.db import migrations
 
 MOVED = {
-    "sessions_app.retention.scheduled_sweep": "sessions_app.storage.retention.scheduled_sweep",
+    "sessions_app.retention.scheduled_sweep": "sessions_app.manage.retention.scheduled_sweep",
     "sessions_app.retention.scheduled_cold_storage": (
-        "sessions_app.storage.retention.scheduled_cold_storage"
+        "sessions_app.manage.retention.scheduled_cold_storage"
     ),
 }
 

@@ -20,11 +20,10 @@ from django.utils import timezone
 from openclaw_common import keys
 
 from ..lib import rawsql
+from ..lib.hints import session_changed
 
 
 def live_hint(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:
-    from ..live.hints import session_changed
-
     session_changed(session_pk, reason, last_seq=last_seq)
 
 

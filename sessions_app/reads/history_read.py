@@ -16,10 +16,12 @@ import orjson
 
 from openclaw_common import keys
 
+from .. import transcript
 from ..lib import rawsql
 from ..models import Run, Session
 from ..runs.prompts import ANNOUNCE_STEP_MESSAGE
 from ..runs.tokens import is_silent
+from ..storage import cold_storage
 from ..transcript import TOOL_RESULT, MessageRow, read_rows
 
 HIDDEN_TOKENS = ("REPLY_SKIP", "ANNOUNCE_SKIP")
@@ -231,3 +233,33 @@ def pending_inputs(session: Session, *, before: int | None = None) -> dict[str, 
     if position > 0:
         result["nextBefore"] = position + 1
     return result
+
+
+# The most messages one page reads (sessions_history's limit, the HTTP history endpoint's).
+MAX_LIMIT = 1000
+
+
+def history_page(
+    session: Session,
+    *,
+    limit: int,
+    include_tools: bool,
+    offset: int = 0,
+    before_seq: int | None = None,
+) -> dict:
+    """One bounded page by raw position or before a seq, for the HTTP history endpoint:
+    {messages, flags, hasMore, kept, firstSeq}. Access is the caller's job."""
+    cold_storage.ensure_hot(session)
+    rows, has_more = transcript.read_page(
+        session, limit=limit, include_tools=include_tools, offset=offset, before_seq=before_seq
+    )
+    bounded = transcript.bound(rows)
+    kept_rows = rows[len(rows) - bounded.kept_from_source :] if rows else []
+    return {
+        "messages": bounded.messages,
+        "flags": bounded.flags(),
+        # Messages the byte cap dropped are still to be read: the next page starts at them.
+        "hasMore": has_more or bounded.kept_from_source < len(rows),
+        "kept": bounded.kept_from_source,
+        "firstSeq": transcript.seq_of(kept_rows[0][0]) if kept_rows else None,
+    }

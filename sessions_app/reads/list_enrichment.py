@@ -25,6 +25,7 @@ from ..lib import sanitize
 from ..models import Message, Session
 from ..rows import SessionRow
 from ..runs.tokens import is_silent
+from ..storage import cold_storage
 from ..transcript import READ_COLUMNS, MessageRow
 from .history_read import HIDDEN_TOKENS, is_hidden
 
@@ -93,8 +94,6 @@ def _cold_rows(
 ) -> Iterator[tuple[int, Any]]:
     """The sessions with messages but no rows (cold storage), from their files, in the order
     the caller reads (Message objects have the fields a MessageRow has)."""
-    from ..storage import cold_storage
-
     empty = [s for s in wanted if s.pk not in seen]
     for pk, messages in cold_storage.listed_messages(empty, first=first, last=last):
         yield from ((pk, m) for m in (messages if first else reversed(messages)))

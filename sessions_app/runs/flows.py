@@ -15,6 +15,7 @@ from ..delivery import enqueue_delivery
 from ..models import GatewayConfig, Message, Run, Session
 from ..rows import transcript_path
 from . import completions, prompts, webhooks
+from .attachments import remove_staged
 from .backends import ANNOUNCE_SKIP, REPLY_SKIP
 from .chain import continue_chain, turns_used
 from .flow_state import A2A, SPAWN, SUBAGENT_ANNOUNCE, Flow, FollowUp
@@ -308,8 +309,6 @@ def _delete_child(child: Session, flow: Flow) -> None:
     child.archive()
     attachments_dir = flow.attachments_dir
     if attachments_dir:
-        from .attachments import remove_staged
-
         try:
             remove_staged(attachments_dir)
         except (OSError, ValueError):

@@ -16,7 +16,9 @@ from typing import Any
 
 from .. import store
 from ..models import Session
+from ..transcript import context_messages
 from .chain import current_run, current_turn_messages
+from .engine import CONTEXT_MESSAGES
 
 # 9.6's fixed fork cap, in tokens, estimated as characters / 4.
 FORK_MAX_TOKENS = 100_000
@@ -26,9 +28,6 @@ CHARS_PER_TOKEN = 4
 def fork_messages(requester_key: str) -> list[dict[str, Any]]:
     """The requester's transcript as its model sees it now: its stored messages, then what the
     calling turn has produced so far (when the call comes from that turn)."""
-    from ..transcript import context_messages
-    from .engine import CONTEXT_MESSAGES
-
     row = Session.objects.filter(key=requester_key).only("pk").first()
     stored = context_messages(row.pk, up_to=None, limit=CONTEXT_MESSAGES) if row else []
     run = current_run.get()

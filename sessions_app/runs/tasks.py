@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from .engine import execute_run as execute
+from .sweeper import sweep as run_sweep
+
 
 def execute_run(run_id: str, lane: str = "main") -> str:
-    from .engine import execute_run as execute
-
     return execute(run_id, lane)
 
 
 def sweep() -> dict:
-    from .sweeper import sweep as run_sweep
-
     return run_sweep()

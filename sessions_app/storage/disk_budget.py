@@ -25,6 +25,7 @@ from django.db.models import Func, IntegerField, Sum, Value
 from django.db.models.functions import Coalesce
 
 from ..models import Message, Session
+from .cold_storage import cold_dir
 
 KIB = 1024
 UNITS = {
@@ -80,8 +81,6 @@ def _message_bytes():
 
 
 def _cold_bytes(rows: Iterable[tuple[Any, str]]) -> dict[Any, int]:
-    from .cold_storage import cold_dir
-
     root = cold_dir()
     sizes: dict[Any, int] = {}
     for owner, name in rows:

@@ -7,8 +7,8 @@ from typing import Any
 from openclaw_common import keys
 
 from ..access.identity import Requester
-from ..manage import model_catalog
 from ..models import Agent
+from ..runs import model_catalog
 from .declaration import Declaration, Tool
 from .shapes import BOOLEAN, STRING, array, obj
 

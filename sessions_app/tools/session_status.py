@@ -11,9 +11,9 @@ from .. import state_log, store
 from ..access import visibility
 from ..access.identity import Requester
 from ..access.resolve import find_session, forbidden_text
-from ..manage import model_catalog
 from ..models import Session
 from ..reads import status_card
+from ..runs import model_catalog
 from .declaration import Declaration, Integer, String, Tool
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj
 

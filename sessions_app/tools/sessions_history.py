@@ -1,4 +1,4 @@
-"""sessions_history (reference §3, api.md §1), and the page reader the HTTP history endpoint shares."""
+"""sessions_history (reference §3, api.md §1)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ..access.identity import Requester
 from ..access.resolve import resolve_session
 from ..models import Session
 from ..reads import history_read
+from ..reads.history_read import MAX_LIMIT
 from ..storage import cold_storage
 from .declaration import Boolean, Declaration, Integer, String, Tool
 from .shapes import (
@@ -32,7 +33,6 @@ PENDING_INPUTS = obj(
     "Admitted inputs not in messages yet (queued) or never (cancelled), newest first.",
 )
 DEFAULT_LIMIT = 200
-MAX_LIMIT = 1000
 
 DECLARATION = Declaration(
     name="sessions_history",
@@ -166,28 +166,3 @@ def _bound(rows: list[transcript.MessageRow]) -> transcript.Bounded:
 
 
 TOOL = Tool(DECLARATION, sessions_history)
-
-
-def history_page(
-    session: Session,
-    *,
-    limit: int,
-    include_tools: bool,
-    offset: int = 0,
-    before_seq: int | None = None,
-) -> dict:
-    """One bounded page: {messages, flags, hasMore, kept, firstSeq}. Access is the caller's job."""
-    cold_storage.ensure_hot(session)
-    rows, has_more = transcript.read_page(
-        session, limit=limit, include_tools=include_tools, offset=offset, before_seq=before_seq
-    )
-    bounded = transcript.bound(rows)
-    kept_rows = rows[len(rows) - bounded.kept_from_source :] if rows else []
-    return {
-        "messages": bounded.messages,
-        "flags": bounded.flags(),
-        # Messages the byte cap dropped are still to be read: the next page starts at them.
-        "hasMore": has_more or bounded.kept_from_source < len(rows),
-        "kept": bounded.kept_from_source,
-        "firstSeq": transcript.seq_of(kept_rows[0][0]) if kept_rows else None,
-    }

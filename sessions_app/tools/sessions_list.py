@@ -14,7 +14,7 @@ from openclaw_common.errors import InvalidArgument
 from .. import transcript
 from ..access import visibility
 from ..access.identity import Requester
-from ..models import Agent, Run, Session, SessionQuerySet, now_ms
+from ..models import Run, Session, SessionQuerySet, now_ms
 from ..reads import list_enrichment
 from ..reads.list_enrichment import ENRICH_ROWS
 from ..rows import page_rows, session_row, with_state_version
@@ -278,20 +278,7 @@ def visible_page(
             with_state_version(qs.filter(branch)).by_activity()[:end] for branch in branches
         ]
         return first.union(*rest, all=True).order_by("-updated_at", "-id")[offset:end]
-    return qs.filter(visible_filter(policy)).by_activity()[offset:end]
-
-
-def visible_filter(policy: visibility.Policy) -> Q:
-    """visibility.visible_q(), reading the agent ids only when the allow list needs them: with
-    `all`, agent-to-agent on and an allow list that admits everyone (empty or "*"), every agent
-    is visible and the list needs no agent filter (and no query to find that out)."""
-    if policy.visibility == "all" and policy.a2a_enabled and not policy.restrict_to_spawned:
-        if not policy.a2a_allow or any(p.strip() == "*" for p in policy.a2a_allow):
-            return Q()
-        return visibility.visible_q(
-            policy, agent_ids=list(Agent.objects.values_list("id", flat=True))
-        )
-    return visibility.visible_q(policy)
+    return qs.filter(visibility.visible_filter(policy)).by_activity()[offset:end]
 
 
 def search_q(text: str) -> Q:

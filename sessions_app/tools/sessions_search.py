@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from django.db.models import Q
 
 from openclaw_common import keys
@@ -15,16 +14,13 @@ from ..access.identity import Requester
 from ..access.resolve import resolve_session
 from ..lib.args import Args
 from ..models import Session, unlisted_keys
-from ..reads import history_read, search
+from ..reads import message_search, search
+from ..reads.message_search import MAX_LIMIT
 from .declaration import Boolean, Declaration, Integer, String, Tool
-from .sessions_list import visible_filter
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj
 
 DEFAULT_LIMIT = 10
-MAX_LIMIT = 25
 MAX_QUERY_CHARS = 4096
-SNIPPET_CHARS = 300
-RESULTS_MAX_BYTES = 32 * 1024
 
 HIT = obj(
     {
@@ -40,10 +36,6 @@ HIT = obj(
     ("sessionKey", "timestamp", "role", "snippet", "score", "sessionId", "messageId", "seq"),
 )
 
-# 9.6's text (§3); reading the transcript (sessions_history) restores it.
-ARCHIVED_WARNING = (
-    "Search excludes {n} archived transcripts. Restore a transcript to include it in search."
-)
 DECLARATION = Declaration(
     name="sessions_search",
     description=(
@@ -127,7 +119,7 @@ def search_scope(requester: Requester, session_key: str | None) -> search.Scope:
     if session_key:  # "current"
         return search.Scope(Session.objects.filter(key=requester.session_key))
     policy = visibility.policy_for(requester)
-    visible = visible_filter(policy)
+    visible = visibility.visible_filter(policy)
     settings = requester.key_settings
     if not visible:  # every session (and Q(key=…) | Q() would be Q(key=…) alone)
         return search.Scope(None, unlisted=tuple(unlisted_keys(settings)))
@@ -167,66 +159,13 @@ def sessions_search(*, requester: Requester, args: dict[str, Any] | None) -> dic
     _limit(args)
     a = DECLARATION.read(args)
     scope = search_scope(requester, a.sessionKey)
-    return find_messages(
+    return message_search.find_messages(
         tokens,
         scope=scope,
         include_tools=a.includeTools,
         limit=a.limit,
         settings=requester.key_settings,
     )
-
-
-def find_messages(
-    tokens: list[str],
-    *,
-    scope: search.Scope,
-    include_tools: bool,
-    limit: int,
-    settings: keys.KeySettings,
-) -> dict[str, Any]:
-    """The search itself, for sessions_search and the transcript browser's search box: the
-    best `limit` messages of `scope` (the sessions the caller may see) holding every token, as
-    the tool's `{results, truncated?, archivedTranscriptsExcluded?, warning?}`.
-
-    Rows history hides (search.find cannot tell them) are left out, so every hit can be read
-    around with sessions_history; twice `limit` are read to leave room for them."""
-    roles = search.CONVERSATION_ROLES + (search.TOOL_ROLES if include_tools else ())
-    hits, more = search.find(tokens, scope=scope, roles=roles, limit=2 * limit)
-    shown = [h for h in hits if not history_read.hidden(h.role, h.content, h.provenance)]
-    results, cut = _render(shown[:limit], tokens, settings)
-    payload: dict[str, Any] = {"results": results}
-    if more or cut or len(shown) > limit:
-        payload["truncated"] = True
-    excluded = search.cold_in(scope)
-    if excluded:
-        payload["archivedTranscriptsExcluded"] = excluded
-        payload["warning"] = ARCHIVED_WARNING.format(n=excluded)
-    return payload
-
-
-def _render(
-    hits: list[search.Hit], tokens: list[str], settings: keys.KeySettings
-) -> tuple[list[dict], bool]:
-    results: list[dict] = []
-    size = 2  # the array's brackets
-    for hit in hits:
-        result: dict[str, Any] = {
-            "sessionKey": keys.display_key(hit.session_key, settings),
-            "timestamp": hit.timestamp,
-            "role": hit.role,
-            "snippet": search.snippet(hit.content, tokens, max_chars=SNIPPET_CHARS),
-            "score": hit.score,
-            # What sessions_history takes back: the transcript generation and the message's
-            # `__openclaw.id` there (history_read.message_id), imported or not.
-            "sessionId": hit.session_id,
-            "messageId": history_read.message_id(hit.seq),
-            "seq": hit.seq,
-        }
-        size += len(orjson.dumps(result)) + 1
-        if size > RESULTS_MAX_BYTES:
-            return results, True
-        results.append(result)
-    return results, False
 
 
 TOOL = Tool(DECLARATION, sessions_search)

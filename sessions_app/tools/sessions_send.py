@@ -18,6 +18,7 @@ from django.utils import timezone
 from openclaw_common import keys
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import Forbidden, InvalidArgument, NotFound, Refusal
+from policies_app.send_policy import check_send, send_blocked_error
 
 from .. import send_modes, store
 from ..access import visibility
@@ -26,9 +27,11 @@ from ..access.resolve import canonical_for, forbidden_text, resolve_session
 from ..models import Agent, Completion, Run, Session
 from ..runs import prompts
 from ..runs.chain import Chain, current_run, next_hop
+from ..runs.engine import start_run
 from ..runs.flow_state import Flow
 from ..runs.provenance import inter_session
 from ..runs.tokens import is_silent
+from ..runs.wait import wait_for_run
 from .declaration import Boolean, Choice, Declaration, Integer, String, Tool
 from .shapes import BOOLEAN, DELIVERY, STRING, obj
 
@@ -297,8 +300,6 @@ def _dispatched(plan: SendPlan) -> bool:
 
 def _refusal(requester: Requester, session: Session, *, timeout: int) -> str | None:
     """The 9.6 refusals of a resolved target (send policy, self, thread sessions)."""
-    from policies_app.send_policy import check_send, send_blocked_error
-
     if not check_send(session).allowed:
         return send_blocked_error()
     if session.key == requester.session_key and timeout != 0:
@@ -356,7 +357,6 @@ def _start_turn(
         Session.objects.filter(key=requester.session_key).only("row_channel").first()
     )
     requester_channel = requester_session.row_channel if requester_session else ""
-    from ..runs.engine import start_run
 
     created = True
     try:
@@ -564,8 +564,6 @@ def resume_paused_child(
     """A plain send from the controlling parent to a child paused with sessions_yield
     (waitFor "message") continues the same task (9.6 §1.7): its completion goes to the
     original requester as a completion turn, so the send does not wait. None if not paused."""
-    from ..runs.engine import start_run
-
     paused = Run.objects.filter(session=child).order_by("-created_at").first()
     if (
         paused is None
@@ -639,8 +637,6 @@ async def sessions_send_async(
     *, requester: Requester, args: dict[str, Any] | None, idempotency_key: str | None = None
 ) -> dict:
     """Start the send, then wait on the server for up to timeoutSeconds holding no thread."""
-    from ..runs.wait import wait_for_run
-
     plan = await db_step(start_send)(
         requester=requester, args=args, idempotency_key=idempotency_key
     )

@@ -12,6 +12,7 @@ from ..access.identity import Requester
 from ..models import Run, Session
 from ..runs import completions, subagent_tasks
 from ..runs.chain import current_run
+from ..runs.engine import start_follow_up
 from ..runs.subagent_tasks import Task
 from .declaration import Declaration, String, Tool
 from .shapes import BOOLEAN, STRING, array, obj
@@ -92,8 +93,6 @@ def sessions_yield(*, requester: Requester, args: Any) -> dict:
 
 
 def _yield(turn: Run, kind: str, message: str | None, acknowledgment: str | None) -> dict:
-    from ..runs.engine import start_follow_up
-
     with transaction.atomic():
         # The row lock a finishing child takes on its requester (engine.lock_sessions): a child
         # that ends while this turn yields either commits first (and is absorbed below) or

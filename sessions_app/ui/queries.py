@@ -20,9 +20,9 @@ from .. import transcript
 from ..lib import sanitize
 from ..models import Message, Run, Session, now_ms, unlisted_keys
 from ..reads import search as message_search
+from ..reads.message_search import MAX_LIMIT as MESSAGE_HITS
+from ..reads.message_search import find_messages
 from ..rows import page_rows, session_row
-from ..tools.sessions_search import MAX_LIMIT as MESSAGE_HITS
-from ..tools.sessions_search import find_messages
 from . import search
 from .forms import SUBAGENT_KIND, Cursor, ListFilterForm
 

@@ -9,7 +9,7 @@ import pytest
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from sessions_app.live import hints
+from sessions_app.lib import hints
 from tests.live import manage
 
 pytestmark = [
@@ -28,7 +28,7 @@ async def test_a_process_that_exits_after_its_commit_still_sends_its_hints():
     channel = await layer.new_channel("test-hints.")
     await layer.group_add(hints.GROUP, channel)
     try:
-        code = "from sessions_app.live.hints import publish; publish([(424242, 'messages', 7)])"
+        code = "from sessions_app.lib.hints import publish; publish([(424242, 'messages', 7)])"
         await asyncio.to_thread(manage, "shell", "-c", code)
         assert await _received(layer, channel) == [(424242, "messages", 7)]
     finally:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from sessions_app.manage import model_catalog
 from sessions_app.models import Agent, GatewayConfig, Run, Session
+from sessions_app.runs import model_catalog
 from tests.conftest import admin_groups, make_agent, make_session
 from tests.live import manage
 from tests.runs.helpers import drain

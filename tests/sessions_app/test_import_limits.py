@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
+from sessions_app.manage.importer import NotRegularFile, open_regular
 from sessions_app.models import Message
-from sessions_app.storage.importer import NotRegularFile, open_regular
 from tests.conftest import user
 from tests.sessions_app.test_import_openclaw import (
     MAIN_ID,

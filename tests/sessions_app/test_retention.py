@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 
 from sessions_app import transcript
-from sessions_app.manage import session_admin
+from sessions_app.manage import retention, session_admin
 from sessions_app.manage.config import update_config
 from sessions_app.models import GatewayConfig, Message, Run, Session
-from sessions_app.storage import cold_storage, retention
+from sessions_app.storage import cold_storage
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 
 DAY_MS = 86_400_000
@@ -269,7 +269,7 @@ def test_worker_killed_mid_sweep_leaves_nothing_half_removed(settings, tmp_path,
     worker = start_worker(workers=1)
     try:
         taskqueue.enqueue(
-            "sessions_app.storage.retention.scheduled_sweep", name="retention-kill-test"
+            "sessions_app.manage.retention.scheduled_sweep", name="retention-kill-test"
         )
         wait_until(
             lambda: Session.objects.filter(cold_at__isnull=False).count() >= 5,

@@ -13,9 +13,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from sessions_app.manage import session_admin
+from sessions_app.manage import retention, session_admin
 from sessions_app.models import GatewayConfig, Session
-from sessions_app.storage import cold_storage, disk_budget, retention
+from sessions_app.storage import cold_storage, disk_budget
 from tests.conftest import assistant, user
 from tests.sessions_app.test_retention import aged
 

@@ -14,10 +14,10 @@ from django.db import connection
 from django.utils import timezone
 
 from openclaw_common import taskqueue
+from sessions_app.manage import retention
 from sessions_app.manage.config import update_config
 from sessions_app.models import Message, Run, Session
 from sessions_app.state_log import SessionEvent
-from sessions_app.storage import retention
 from tests.conftest import make_agent
 from tests.live import start_worker, wait_until
 
@@ -82,7 +82,7 @@ def kill_mid_sweep(done) -> None:
     worker = start_worker(workers=1)
     try:
         taskqueue.enqueue(
-            "sessions_app.storage.retention.scheduled_sweep", name="retention-kill-test"
+            "sessions_app.manage.retention.scheduled_sweep", name="retention-kill-test"
         )
         wait_until(done, timeout=120, interval=0.01)
     finally:

@@ -385,8 +385,8 @@ def test_the_search_scope_is_what_the_caller_may_list_plus_itself(agents, config
 
     from sessions_app.access import visibility
     from sessions_app.access.identity import requester_for
+    from sessions_app.access.visibility import visible_filter
     from sessions_app.models import ApiKey
-    from sessions_app.tools.sessions_list import visible_filter
     from sessions_app.tools.sessions_search import search_scope
 
     for key, spawned_by in [

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.storage import importer
+from sessions_app.manage import importer
 
 
 class Command(BaseCommand):

@@ -1,10 +1,10 @@
 """Read /v1/models of every OpenAI-compatible agent with backend.refreshModels (or the agents
-named) into its model catalog (sessions_app/manage/model_catalog.py). A cron line or a deploy step."""
+named) into its model catalog (sessions_app/runs/model_catalog.py). A cron line or a deploy step."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.manage import model_catalog
 from sessions_app.models import Agent
+from sessions_app.runs import model_catalog
 
 
 class Command(BaseCommand):

@@ -13,6 +13,9 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from sessions_app.manage import retention
+from sessions_app.runs.sweeper import ensure_schedule
+
 
 class Command(BaseCommand):
     help = "Run the web server and the task worker together (what `make run` uses)."
@@ -36,9 +39,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port, host, no_worker, server, web_workers, **options):
-        from sessions_app.runs.sweeper import ensure_schedule
-        from sessions_app.storage import retention
-
         refuse_unmigrated()
         ensure_schedule()
         retention.ensure_schedules()

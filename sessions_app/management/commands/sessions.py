@@ -24,9 +24,9 @@ from django.utils import timezone
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 from sessions_app.lib import sanitize
-from sessions_app.manage import session_admin
+from sessions_app.manage import retention, session_admin
 from sessions_app.models import GatewayConfig, Message, Session
-from sessions_app.storage import cold_storage, retention, state_export
+from sessions_app.storage import cold_storage, state_export
 from sessions_app.transcript import payload
 
 NOT_FOUND = "Session not found. Run openclaw sessions list --json to choose a valid key."

@@ -12,6 +12,7 @@ from .base import (
     TurnInput,
     TurnOutput,
 )
+from .openai import OpenAIBackend
 from .scripted import ScriptedBackend
 
 
@@ -20,8 +21,6 @@ def get_backend(backend_settings: dict) -> Backend:
     if kind == "scripted":
         return ScriptedBackend()
     if kind == "openai":
-        from .openai import OpenAIBackend
-
         return OpenAIBackend()
     raise BackendError(f"unknown backend type: {kind}")
 

@@ -30,8 +30,8 @@ from openclaw_common import keys
 from openclaw_common.errors import ToolError
 
 from .. import store
-from ..manage.agents import upsert_agent
 from ..models import Agent, GatewayConfig, Message, Session
+from .agents import upsert_agent
 
 BATCH_SIZE = store.MAX_MESSAGES_PER_APPEND
 KNOWN_ENTRY_FIELDS = frozenset(store.ENTRY_FIELDS) | store.PASSTHROUGH_FIELDS | store.SPECIAL_FIELDS

@@ -50,9 +50,9 @@ from django.utils import timezone
 from openclaw_common.errors import InvalidArgument
 from openclaw_common.taskqueue import keep_schedule
 
-from ..manage import session_admin
 from ..models import GatewayConfig, Run, Session
-from . import disk_budget
+from ..storage import cold_storage, disk_budget
+from . import session_admin
 
 SETTING = "session.maintenance"
 SCHEDULE_NAME = "openclaw-retention"
@@ -439,8 +439,6 @@ def sweep(
         report["deleted"] = delete_many(result.delete_archived, progress=progress)
         report["deleted"] += delete_many(result.delete_disk, progress=progress)
     if not dry_run and result.cold:
-        from . import cold_storage
-
         report["movedCold"] = cold_storage.freeze_many(
             result.cold,
             progress=progress,
@@ -498,8 +496,6 @@ def delete_many(pks: list[int], *, progress: Progress | None = None) -> int:
 def scheduled_sweep() -> dict[str, Any]:
     """The 30-minute pass (9.6: "a 30-min recheck"). Its cold moves stop after
     SCHEDULED_BUDGET_SECONDS, inside django-q2's task timeout; the next pass goes on."""
-    from . import cold_storage
-
     cold_storage.remove_orphans()
     return sweep(deadline=time.monotonic() + SCHEDULED_BUDGET_SECONDS)
 
@@ -510,7 +506,6 @@ def scheduled_cold_storage() -> int:
     policy = load_policy()
     if not policy.cold_enabled:
         return 0
-    from . import cold_storage
 
     cold_storage.remove_stale_temporaries()
     idle_before = timezone.now() - policy.cold_after
@@ -522,7 +517,7 @@ def scheduled_cold_storage() -> int:
 
 def ensure_schedules() -> None:
     """Create or update both schedules (idempotent; migration 0018 and `serve` call it)."""
-    keep_schedule(SCHEDULE_NAME, "sessions_app.storage.retention.scheduled_sweep", minutes=30)
+    keep_schedule(SCHEDULE_NAME, "sessions_app.manage.retention.scheduled_sweep", minutes=30)
     keep_schedule(
-        COLD_SCHEDULE_NAME, "sessions_app.storage.retention.scheduled_cold_storage", minutes=1
+        COLD_SCHEDULE_NAME, "sessions_app.manage.retention.scheduled_cold_storage", minutes=1
     )

@@ -26,6 +26,8 @@ from openclaw_common.errors import InvalidArgument
 
 from ..lib import outbound
 from ..models import Agent, GatewayConfig
+from .backends import BackendError
+from .backends.openai import request_headers
 
 MODEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 MAX_MODELS = 500
@@ -150,9 +152,6 @@ def refresh_models(agent: Agent) -> list[str]:
     Only for an OpenAI-compatible backend; through outbound.get (the deployment's outbound
     policy, no redirects, bounded size). Raises RefreshFailed, and then keeps the old list.
     """
-    from ..runs.backends import BackendError
-    from ..runs.backends.openai import request_headers
-
     backend = agent.backend or {}
     if backend.get("type") != "openai":
         raise RefreshFailed(f"agent {agent.id}: only an openai backend lists its models")
