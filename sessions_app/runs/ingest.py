@@ -45,7 +45,7 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
     with transaction.atomic():
         first, last = store.append_to_session(session, messages)
         store.record_human_message(session, messages)
-        result = {"appended": len(messages), "firstSeq": first, "lastSeq": last}
+        result: dict[str, Any] = {"appended": len(messages), "firstSeq": first, "lastSeq": last}
         session.refresh_from_db(fields=["last_seq"])
         if not check_send(session).allowed:
             result["run"] = {"status": "error", "error": send_blocked_error()}
