@@ -18,6 +18,7 @@ from policies_app.policy import parse_send_command
 
 from . import state_log
 from .lib import jsondepth, sanitize
+from .lib.args import closed
 from .models import Agent, ApiKey, GatewayConfig, Message, Run, Session, live_hint, now_ms
 
 MAX_MESSAGES_PER_APPEND = 1000
@@ -312,13 +313,7 @@ def read_entry(entry: Any, *, settings: keys.KeySettings, key: str | None = None
 
 
 def _refuse_unknown_fields(entry: dict) -> None:
-    unknown = sorted(
-        k
-        for k in entry
-        if k not in ENTRY_FIELDS and k not in PASSTHROUGH_FIELDS and k not in SPECIAL_FIELDS
-    )
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    closed(entry, ENTRY_FIELDS.keys() | PASSTHROUGH_FIELDS | SPECIAL_FIELDS)
 
 
 def _column_values(entry: dict) -> dict[str, Any]:
@@ -504,9 +499,7 @@ def patch_session(*, api_key: ApiKey, key: str, changes: Any) -> Session:
     require_scope(api_key, ApiKey.OPERATOR, ApiKey.INGEST)
     if not isinstance(changes, dict) or not changes:
         raise InvalidArgument("body must be a non-empty JSON object")
-    unknown = sorted(k for k in changes if k not in PATCH_FIELDS and k != "sendPolicy")
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    closed(changes, PATCH_FIELDS.keys() | {"sendPolicy"})
     values = {
         PATCH_FIELDS[k]: _string(k, v, max_length=_max_length(PATCH_FIELDS[k]))
         for k, v in changes.items()

@@ -17,7 +17,7 @@ from ..access.identity import Requester
 from ..lib.args import Args
 from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
-from . import door, http, ratelimit
+from . import gate, http, ratelimit
 
 
 class KeyUser:
@@ -36,8 +36,7 @@ class KeyUser:
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         scope = getattr(request._request, "scope", None)  # the ASGI door's ticket rides there
-        api_key = door.authenticate(request.META.get("HTTP_AUTHORIZATION"), scope)
-        ratelimit.check_rate(api_key.pk)
+        api_key = gate.admit(request.META.get("HTTP_AUTHORIZATION"), scope)
         return KeyUser(api_key), api_key
 
     def authenticate_header(self, request):

@@ -29,7 +29,7 @@ from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
 from ..runs.wait import WaitUnavailable
 from ..store import check_storable
-from . import door, ratelimit
+from . import gate, ratelimit
 
 SESSION_HEADER = "HTTP_X_OPENCLAW_SESSION_KEY"
 WWW_AUTHENTICATE = 'Bearer realm="openclaw-sessions"'
@@ -209,8 +209,8 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                 async with ratelimit.before_auth(authorization, held=held) as busy:  # 429
                     if busy is not None:
                         return busy
-                    request.api_key = await db_step(door.authenticate)(authorization, scope)
-                    async with ratelimit.admitted(request.api_key) as refused:  # 429
+                    request.api_key = await db_step(gate.admit)(authorization, scope)  # 401, 429
+                    async with ratelimit.in_flight(request.api_key) as refused:  # 429
                         if refused is not None:
                             return refused
                         return await view(request, *args, **kwargs)

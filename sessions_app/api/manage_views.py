@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from openclaw_common.errors import InvalidArgument
 
-from ..lib.args import Args
+from ..lib.args import Args, closed
 from ..manage import patch_fields, session_admin
 from .drf import json_body, no_query_args, query_args, requester_of
 from .schema import (
@@ -50,9 +50,7 @@ def manage_patch(request, key: str, body: dict) -> Response:
     """PATCH with the sessions tool's fields (and sessions.patch's others, patch_fields.py):
     the tool's patch, the tool's result."""
     patch_fields.refuse_retired(body)
-    unknown = sorted(k for k in body if k not in PATCH_BODY_NAMES)
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    closed(body, PATCH_BODY_NAMES)
     requester = requester_of(request)
     session = session_admin.find_managed(requester, key)
     changes = session_admin.read_client_patch(requester, body)

@@ -180,13 +180,9 @@ async def before_auth(
 
 
 @contextlib.asynccontextmanager
-async def admitted(api_key) -> AsyncIterator[HttpResponse | None]:
-    """For the async endpoints: yields a 429 response when the key is over a limit, else None
-    with a concurrency slot held until the block ends."""
-    try:
-        check_rate(api_key.pk)
-    except RateLimited as exc:
-        yield too_many(exc)
-        return
+async def in_flight(api_key) -> AsyncIterator[HttpResponse | None]:
+    """For the async endpoints, once the key is admitted (api/gate.py): yields a 429 response
+    when the key has OPENCLAW_API_CONCURRENCY_LIMIT requests in flight, else None with a
+    concurrency slot held until the block ends."""
     async with _place(api_key.pk, _in_flight) as refused:
         yield refused

@@ -15,6 +15,7 @@ from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, Refusal
 
 from .. import store
+from ..lib.args import closed
 from ..lib.jsontext import dumps_pretty
 from ..tools import TOOLS
 from . import http
@@ -47,9 +48,7 @@ class Invocation:
 
 def read_invocation(body: dict, request) -> Invocation:
     """The call a body asks for. Raises InvalidArgument, or UnknownTool (404)."""
-    unknown = sorted(k for k in body if k not in BODY_FIELDS)
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    closed(body, BODY_FIELDS)
     name = body.get("tool")
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgument("tool is required (a tool name string)")

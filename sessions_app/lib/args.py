@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from openclaw_common.errors import InvalidArgument
@@ -28,6 +28,16 @@ _HUGE = re.compile(r"[0-9]{21,}|[0-9]+(?:\.[0-9]*)?[eE]\+?[0-9]{1,6}")
 
 def _too_large(text: str) -> bool:
     return bool(_HUGE.fullmatch(text)) and float(text) > MAX_SAFE_INTEGER
+
+
+def closed(body: Mapping[str, Any], allowed: Iterable[str], *, where: str = "") -> None:
+    """A closed object: a field it does not take is a 400 naming it, never ignored (a REST
+    body, a stored entry, a setting). `where` names the object inside a larger one."""
+    allowed = allowed if isinstance(allowed, set | frozenset) else set(allowed)
+    unknown = sorted(str(k) for k in body if k not in allowed)
+    if unknown:
+        place = f" in {where}" if where else ""
+        raise InvalidArgument(f"Unknown field{place}: {', '.join(unknown)}")
 
 
 class Args:

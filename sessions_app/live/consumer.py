@@ -36,7 +36,8 @@ from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Una
 
 from ..access.identity import requester_for, requester_for_user
 from ..access.resolve import canonical_for, resolve_session
-from ..api import door, ratelimit
+from ..api import door, gate, ratelimit
+from ..lib.args import closed
 from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
 from ..storage import cold_storage
@@ -84,6 +85,7 @@ class Connection:
         self.hub: Hub | None = None
         self.event_seq = 0
         self.auth_kind = ""
+        self.credential: str | None = None  # an API key's Authorization, admitted per request
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -241,19 +243,21 @@ class Connection:
     async def _identify(self, authorization: str, session_key: str | None, scope: dict) -> None:
         def identify():
             try:
-                api_key = door.authenticate(authorization, scope)
+                api_key = gate.admit(authorization, scope)
             except Unauthenticated as exc:
                 raise RequestError("unauthorized", exc.message) from None
+            except ToolError as exc:  # over its rate
+                raise RequestError(exc.error_type, exc.message) from None
             if api_key.scope == ApiKey.INGEST:
                 raise RequestError("forbidden", "An ingest key cannot subscribe to sessions")
             try:
-                ratelimit.check_rate(api_key.pk)
                 return api_key, requester_for(api_key, session_key=session_key)
             except ToolError as exc:
                 raise RequestError(exc.error_type, exc.message) from None
 
         api_key, requester = await in_thread(identify)()
         self.subscriber.identify(requester, api_key_id=api_key.pk)
+        self.credential = authorization
         self.auth_kind = "apiKey"
 
     # --- requests -------------------------------------------------------------------------------
@@ -289,9 +293,6 @@ class Connection:
                 raise RequestError("invalid_request", "method must be a string")
             if not isinstance(params, dict):
                 raise RequestError("invalid_request", "params must be an object")
-            # As the HTTP ways in check a decoded body (api/http.decode_json): no NUL (which
-            # PostgreSQL cannot store) and no nesting past the depth limit reach a function.
-            check_storable(params, "params")
             payload = await self.call(method, params)
         except RequestError as exc:
             self.respond(request_id, error={"code": exc.code, "message": exc.message})
@@ -316,6 +317,7 @@ class Connection:
 
     async def call(self, method: str, params: dict):
         if method == "connect":
+            check_storable(params, "params")
             return await self.connect(params)
         if self.subscriber.requester is None:
             # The API's one 401 text (a connect frame's params.auth.token is the other way in).
@@ -323,11 +325,23 @@ class Connection:
         handler = METHODS.get(method)
         if handler is None:
             raise RequestError("unknown_method", f"unknown method: {method}")
-        if self.subscriber.api_key_id is not None:
-            # Each request frame is an API request of its key (api/ratelimit.py), as each HTTP
-            # request and MCP call is: an open socket is no way round the key's rate.
-            await in_thread(ratelimit.check_rate)(self.subscriber.api_key_id)
+        if self.credential is not None:
+            # Each request frame is an API request of its key, admitted as each HTTP request
+            # and MCP call is (api/gate.py): an open socket is no way round a revocation or
+            # the key's rate.
+            await in_thread(self.readmit)()
+        # As the HTTP ways in check a decoded body: no NUL (which PostgreSQL cannot store) and
+        # no nesting past the depth limit reach a function.
+        check_storable(params, "params")
         return await handler(self, params)
+
+    def readmit(self) -> None:
+        try:
+            api_key = gate.admit(self.credential)
+        except Unauthenticated as exc:
+            raise RequestError("unauthorized", exc.message) from None
+        if api_key.pk != self.subscriber.api_key_id:  # (a key is one row for ever)
+            raise RequestError("unauthorized", Unauthenticated.TEXT)
 
     async def connect(self, params: dict) -> dict:
         only(params, {"auth", "sessionKey", "client", "minProtocol", "maxProtocol"})
@@ -437,9 +451,7 @@ METHODS = {
 
 
 def only(params: dict, allowed: set[str]) -> None:
-    unknown = sorted(k for k in params if k not in allowed)
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    closed(params, allowed)
 
 
 def key_param(params: dict) -> str:

@@ -14,6 +14,7 @@ from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument
 
 from ..access.identity import Requester
+from ..lib import args
 from ..manage import patch_fields, session_admin
 from ..models import Session
 from ..tools.sessions import TOOL as SESSIONS_TOOL
@@ -31,9 +32,7 @@ PATCH_NAMES = frozenset(
 
 def closed(params: dict, allowed: frozenset[str]) -> None:
     patch_fields.refuse_retired(params)
-    unknown = sorted(k for k in params if k not in allowed)
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    args.closed(params, allowed)
 
 
 def target(requester: Requester, params: dict, name: str = "key") -> Session:

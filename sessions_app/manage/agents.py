@@ -11,6 +11,7 @@ from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
 
 from ..lib import outbound
+from ..lib.args import closed
 from ..models import Agent, ApiKey
 from ..runs import model_catalog, webhooks
 from ..runs.subagent_limits import OVERRIDES
@@ -34,9 +35,7 @@ def clean_rule(i: int, rule: Any) -> None:
     where = f"backend.rules[{i}]"
     if not isinstance(rule, dict) or not isinstance(rule.get("match"), str):
         raise InvalidArgument(f"{where}.match must be a string")
-    unknown = sorted(set(rule) - RULE_FIELDS)
-    if unknown:
-        raise InvalidArgument(f"Unknown field in {where}: {', '.join(unknown)}")
+    closed(rule, RULE_FIELDS, where=where)
     try:
         re.compile(rule["match"])
     except re.error as exc:
@@ -71,9 +70,7 @@ def clean_backend(value: Any) -> dict:
         raise InvalidArgument("backend must be an object")
     kind = value.get("type")
     if kind == "scripted":
-        unknown = sorted(set(value) - {"type", "rules", "delayMs", "models"})
-        if unknown:
-            raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
+        closed(value, {"type", "rules", "delayMs", "models"}, where="backend")
         _clean_models(value)
         rules = value.get("rules", [])
         if not isinstance(rules, list) or len(rules) > 200:
@@ -91,11 +88,9 @@ def clean_backend(value: Any) -> dict:
 
 def clean_openai_backend(value: dict) -> dict:
     """The openai backend's fields; the URL and the key's variable pass sessions_app/lib/outbound.py."""
-    unknown = sorted(
-        set(value) - {"type", "baseUrl", "model", "apiKeyEnv", "models", "refreshModels"}
+    closed(
+        value, {"type", "baseUrl", "model", "apiKeyEnv", "models", "refreshModels"}, where="backend"
     )
-    if unknown:
-        raise InvalidArgument(f"Unknown field in backend: {', '.join(unknown)}")
     _clean_models(value)
     if not isinstance(value.get("refreshModels", False), bool):
         raise InvalidArgument("backend.refreshModels must be a boolean")
@@ -183,9 +178,7 @@ def upsert_agent(*, api_key: ApiKey | None, agent_id: Any, data: Any) -> tuple[A
     # What the API's body check does, for the admin's JSON fields, the importer and seeds too
     # (a NUL in a scripted rule was a DataError on PostgreSQL).
     check_storable(data)
-    unknown = sorted(set(data) - AGENT_FIELDS)
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    closed(data, AGENT_FIELDS)
     values: dict[str, Any] = {}
     for field, limit in (("name", 200), ("description", 5000), ("model", 200)):
         value = data.get(field, "")

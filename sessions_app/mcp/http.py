@@ -34,9 +34,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from openclaw_common.errors import Unauthenticated
 
 from ..access.identity import Requester, requester_for
-from ..api import door, ratelimit
+from ..api import gate, ratelimit
 from ..api.http import TOO_LARGE, check_size, error_json, error_response
-from ..models import ApiKey
 from .server import build_server, in_thread
 
 SESSION_HEADER = "x-openclaw-session-key"
@@ -53,15 +52,6 @@ async def http_caller(ctx: ServerRequestContext[Any, Any]) -> Requester:
     api_key = request.scope[API_KEY]
     session_key = request.headers.get(SESSION_HEADER) or None
     return await in_thread(requester_for)(api_key, session_key=session_key)
-
-
-def admit(authorization: str | None, scope: dict) -> ApiKey:
-    """The request's API key, counted against the key's request rate as every API request is
-    (api/ratelimit.py promises it; the DRF authentication, api/http.endpoint and the WebSocket
-    do the same). Raises Unauthenticated or RateLimited."""
-    api_key = door.authenticate(authorization, scope)
-    ratelimit.check_rate(api_key.pk)
-    return api_key
 
 
 async def read_body(scope, receive):
@@ -157,7 +147,7 @@ class McpApp:
             return
         try:
             # The key first, then the body: a bad or over-limit key costs no upload.
-            api_key = await in_thread(admit)(_header(scope, b"authorization"), scope)
+            api_key = await in_thread(gate.admit)(_header(scope, b"authorization"), scope)
             receive = await read_body(scope, receive)
         except Exception as exc:
             response = refusal(exc)

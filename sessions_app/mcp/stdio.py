@@ -19,6 +19,7 @@ from mcp.server.stdio import stdio_server
 from openclaw_common.errors import Unauthenticated
 
 from ..access.identity import Requester, authenticate, requester_for
+from ..api import gate
 from .server import build_server, in_thread
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
@@ -37,7 +38,8 @@ def stdio_caller(token: str, session_key: str | None):
     header = f"Bearer {token}"
 
     def resolve() -> Requester:
-        return requester_for(authenticate(header), session_key=session_key)
+        # Admitted at each call as an HTTP request is: revoked or over its rate stops it.
+        return requester_for(gate.admit(header), session_key=session_key)
 
     async def caller(ctx: ServerRequestContext[Any, Any]) -> Requester:
         return await in_thread(resolve)()

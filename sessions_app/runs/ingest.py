@@ -14,6 +14,7 @@ from openclaw_common.errors import InvalidArgument
 from policies_app.send_policy import check_send, send_blocked_error
 
 from .. import store
+from ..lib.args import closed
 from ..models import ApiKey, GatewayConfig, Message
 from .chain import Chain
 from .engine import start_run
@@ -24,9 +25,7 @@ def append_messages(*, api_key: ApiKey, key: str, body: Any) -> dict:
     store.require_scope(api_key, ApiKey.OPERATOR, ApiKey.INGEST)
     if not isinstance(body, dict):
         raise InvalidArgument("body must be a JSON object")
-    unknown = sorted(k for k in body if k not in {"messages", "run"})
-    if unknown:
-        raise InvalidArgument(f"Unknown field: {', '.join(unknown)}")
+    closed(body, {"messages", "run"})
     run = body.get("run", False)
     if not isinstance(run, bool):
         raise InvalidArgument("run must be a boolean")

@@ -1,0 +1,32 @@
+"""One gate for every way in (STYLE.md rule 14). REST (DRF and the async views), `/tools/invoke`,
+`/ws/`, `/mcp/` over HTTP and stdio, and a model's own tool calls take the same steps, in this
+order, each done by one function:
+
+1. `admit()` (here): authenticate the credential (`access.identity`, telling the door's ticket
+   how it went), then count the request against its key's rate (api/ratelimit.py). An open
+   connection is admitted again for each request it makes (a `/ws/` frame, a stdio MCP call), so
+   a key revoked or over its rate stops the next one. (A model's tool calls are its run's, not a
+   key's: the run was admitted when it was started.)
+2. The body under the size limit: `http.read_json_object` and DRF's parser (api/drf.py) for HTTP,
+   `/ws/`'s frame limit, `mcp/http.read_body`.
+3. What no database can store, on the decoded value whoever decoded it: `store.check_storable`
+   (NUL, nesting past the depth limit); and a REST body's unknown fields: `lib.args.closed`.
+4. The requester (`access.identity.requester_for`), then the call.
+
+tests/test_gate.py tries every rule on every entrance and expects the same refusal, so an
+entrance that skips a step fails the suite.
+"""
+
+from __future__ import annotations
+
+from ..models import ApiKey
+from . import door, ratelimit
+
+
+def admit(authorization: str | None, scope: dict | None = None) -> ApiKey:
+    """The key a request speaks as, counted against its rate. `scope`: the ASGI scope of a
+    request that came through the door (its ticket learns how the lookup went). Raises
+    Unauthenticated or RateLimited."""
+    api_key = door.authenticate(authorization, scope)
+    ratelimit.check_rate(api_key.pk)
+    return api_key
