@@ -356,3 +356,30 @@ def secondary_indexes(cursor, table: str) -> list[tuple[str, str]]:
         [table],
     )
     return list(cursor.fetchall())
+
+
+def copies_sql(seeded: int, count: int) -> str:
+    """One INSERT … SELECT growing sessions 1 … `seeded` to `count` sessions by copying them
+    in turn, as a bulk grow does (the side-by-side scale step: copies of a seeded batch, no
+    sub-agent among them). Copy `g` gets id `g` and is older than every row before it, so the
+    heap's order follows the activity index's (the correlation that makes a walk of that index
+    look cheap to the planner). Messages are not copied."""
+    from sessions_app.models import Session
+
+    computed = {
+        "id": "g",
+        "key": "s.key || '-copy' || g",
+        "session_id": "md5('copy' || g)::uuid::text",
+        "updated_at": "oldest.at - 1000 - g",
+        "changed_ms": "oldest.at - 1000 - g",
+        "last_seq": "0",
+    }
+    columns = [f.column for f in Session._meta.concrete_fields]
+    values = ", ".join(computed.get(c, f"s.{c}") for c in columns)
+    return f"""
+INSERT INTO sessions_app_session ({", ".join(columns)})
+SELECT {values}
+FROM generate_series({seeded + 1}, {count}) AS g
+CROSS JOIN (SELECT min(updated_at) AS at FROM sessions_app_session) AS oldest
+JOIN sessions_app_session s ON s.id = 1 + (g - 1) % {seeded}
+"""

@@ -158,10 +158,12 @@ def children_of(parent_keys: list[str]) -> dict[str, ChildKeys]:
 
     PostgreSQL: per key, a LATERAL read of at most CHILD_SESSIONS_MAX + 1 entries of the
     `session_active_children` index, which holds the active children newest first with their
-    keys (ties within one millisecond sorted on the way, an incremental sort), so a parent's
-    cost does not grow with its children (the earlier `spawned_by = ANY(keys)` read and sorted
-    a parent's 7,000 children: 27-39 ms at 1M sessions).
-    Elsewhere: the same cut with a window function over the children of the keys."""
+    keys, so a parent's cost does not grow with its children (the earlier `spawned_by =
+    ANY(keys)` read and sorted a parent's 7,000 children: 27-39 ms at 1M sessions); written so
+    that no statistics can choose another plan (_CHILDREN_SQL).
+    Elsewhere: the same cut with a window function over the children of the keys.
+    Children of one parent updated in the same millisecond come newest id first, as list pages
+    order their rows."""
     children: dict[str, ChildKeys] = {}
     if not parent_keys:
         return children
@@ -180,7 +182,7 @@ def children_of(parent_keys: list[str]) -> dict[str, ChildKeys]:
                 place=Window(
                     RowNumber(),
                     partition_by=[F("spawned_by")],
-                    order_by=[F("updated_at").desc(), F("id").asc()],
+                    order_by=[F("updated_at").desc(), F("id").desc()],
                 )
             )
             .filter(place__lte=CHILD_SESSIONS_MAX + 1)
@@ -198,18 +200,39 @@ def children_of(parent_keys: list[str]) -> dict[str, ChildKeys]:
     return children
 
 
-# The ORDER BY puts each parent's children together in index order (the nested loop already
-# returns them so; the sort of at most (page + 1) × (CHILD_SESSIONS_MAX + 1) rows makes it sure).
+# The probe is written so that the planner has one cheap plan whatever the statistics say.
+# A LATERAL key is a parameter the planner cannot see, so `spawned_by = parent.key` was estimated
+# from the column's statistics alone: where (nearly) every row has `spawned_by = ''` that is
+# "every row matches", and a walk of `session_activity` (which yields the same order) filtering
+# on spawned_by looked cheapest: issue 26, 100,003 rows removed per page row, 9 s a list at 100k
+# sessions grown by bulk copies (their heap in activity order made that walk look cheaper
+# still). So:
+# - no equality: the key is a range [key, key] of the index's first column. Without an equality
+#   the planner does not know spawned_by is fixed, so the order asked for,
+#   (spawned_by, updated_at DESC, id DESC), is exactly `session_active_children`'s and no other
+#   index yields it: every other plan reads and sorts all the rows it matches;
+# - the upper bound is a row comparison: the planner estimates it as a lone inequality (a third
+#   of the rows) rather than pairing it with the lower bound into a narrow range (0.5 %), so the
+#   range is expected to hold many rows and reading only its first CHILD_SESSIONS_MAX + 1 in
+#   index order wins over reading them all and sorting them (through `session_spawned_by`, which
+#   a small store's unvacuumed heap made cheaper). Neither estimate reads a statistic of
+#   spawned_by. The index condition is still the exact range (spawned_by >= key AND spawned_by
+#   <= key), the row comparison rechecked on the rows it returns.
+# tests/sessions_app/test_list_query_plans.py pins the plan on stores without sub-agents, grown
+# by copies, and skewed, before and after VACUUM. The outer ORDER BY keeps each parent's
+# children together in index order (the nested loop already returns them so; the sort of at
+# most (page + 1) × (CHILD_SESSIONS_MAX + 1) rows makes it sure).
 _CHILDREN_SQL = """
     SELECT parent.key, child.key
     FROM unnest(%s::text[]) AS parent(key)
     CROSS JOIN LATERAL (
-        SELECT key, updated_at, id FROM sessions_app_session
-        WHERE spawned_by = parent.key AND archived_at IS NULL
-        ORDER BY updated_at DESC, id
+        SELECT key, spawned_by, updated_at, id FROM sessions_app_session
+        WHERE spawned_by >= parent.key AND (spawned_by, 0) <= (parent.key, 0)
+            AND archived_at IS NULL
+        ORDER BY spawned_by, updated_at DESC, id DESC
         LIMIT %s
     ) AS child
-    ORDER BY parent.key, child.updated_at DESC, child.id
+    ORDER BY parent.key, child.updated_at DESC, child.id DESC
 """
 
 

@@ -7,6 +7,12 @@ of sessions of one agent, one long transcript), runs ANALYZE, takes every statem
 sends (sessions_list at each visibility, the browser's list) and EXPLAINs it: no sequential scan
 of sessions or messages, no more rows read than the statement returns (plus a page), an
 estimated cost below the JIT threshold, and no JIT. Plans, not timings: no clock is read.
+
+The children lookup alone (issue 26) is also planned on three more stores, each before and after
+VACUUM: no sub-agent at all, copies of a seeded batch (as a bulk grow writes them: the heap in
+activity order, which once made a filtered walk of `session_activity` look cheapest), and the
+skewed one. Each is a copy of the sessions table in a schema of its own, written and vacuumed
+over a second connection (VACUUM cannot run in the test's transaction).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from bench import shapes
+from sessions_app import rows
 from sessions_app.access.identity import requester_for_session
 from sessions_app.manage.agents import upsert_agent
 from sessions_app.models import GatewayConfig, Session
@@ -172,3 +179,105 @@ def test_the_app_connects_with_jit_off_and_no_parallel_workers(db):
         assert cursor.fetchone() == ("off",)
         cursor.execute("SHOW max_parallel_workers_per_gather")
         assert cursor.fetchone() == ("0",)
+
+
+# The children lookup on its own stores. A store is small: the walk the lookup once took reads
+# the whole table per page row (20,000 rows × 201 here, seconds), the probe a page.
+STORE_SCHEMA = "plan_store"
+STORES = {
+    "no sub-agent": (shapes.PROFILES["none"], None),
+    "copies of a seeded batch": (shapes.PROFILES["none"], 1_000),
+    "skewed": (SKEWED, None),
+}
+
+
+@pytest.fixture
+def own_connection(django_db_setup, django_db_blocker):
+    """An autocommit connection to the test database, its search path on an empty copy of the
+    sessions table (same columns and defaults, the same indexes under the same names); dropped
+    at the end."""
+    with django_db_blocker.unblock():
+        raw = connection.get_new_connection(connection.get_connection_params())
+        raw.autocommit = True
+        try:
+            with raw.cursor() as cursor:
+                cursor.execute(f"DROP SCHEMA IF EXISTS {STORE_SCHEMA} CASCADE")
+                cursor.execute(f"CREATE SCHEMA {STORE_SCHEMA}")
+                cursor.execute(
+                    f"CREATE TABLE {STORE_SCHEMA}.sessions_app_session "
+                    "(LIKE public.sessions_app_session INCLUDING DEFAULTS)"
+                )
+                cursor.execute(
+                    "SELECT pg_get_indexdef(indexrelid) FROM pg_index "
+                    "WHERE indrelid = 'public.sessions_app_session'::regclass"
+                )
+                for (definition,) in cursor.fetchall():
+                    cursor.execute(
+                        definition.replace(
+                            " ON public.sessions_app_session ",
+                            f" ON {STORE_SCHEMA}.sessions_app_session ",
+                        )
+                    )
+                cursor.execute(f"SET search_path TO {STORE_SCHEMA}, public")
+            yield raw
+        finally:
+            with raw.cursor() as cursor:
+                cursor.execute(f"DROP SCHEMA IF EXISTS {STORE_SCHEMA} CASCADE")
+            raw.close()
+
+
+def check_children_lookup(cursor, *, sessions: int, when: str) -> dict[str, int]:
+    """EXPLAIN ANALYZE the lookup for the first page's keys (as the list sends it): one index
+    probe of session_active_children per key, never a scan that filters out rows by the table
+    (or page) load. Returns the children found per parent."""
+    cursor.execute(
+        "SELECT key FROM sessions_app_session ORDER BY updated_at DESC, id DESC LIMIT %s",
+        [PAGE + 1],
+    )
+    page = [key for (key,) in cursor.fetchall()]
+    params = [page, CHILD_SESSIONS_MAX + 1]
+    cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + rows._CHILDREN_SQL, params)
+    (found,) = cursor.fetchone()
+    found = found[0] if isinstance(found, list) else found
+    scans = [n for n in nodes(found["Plan"]) if n.get("Relation Name") == "sessions_app_session"]
+    for node in scans:
+        removed = node.get("Rows Removed by Filter", 0) * node["Actual Loops"]
+        assert removed <= PAGE, (when, node["Node Type"], node.get("Index Name"), removed)
+        assert node["Node Type"] != "Seq Scan", when
+    assert [(n["Node Type"], n.get("Index Name")) for n in scans] == [
+        ("Index Only Scan", "session_active_children")
+    ], (when, sessions)
+    cursor.execute(rows._CHILDREN_SQL, params)
+    counts: dict[str, int] = {}
+    for parent, _child in cursor.fetchall():
+        counts[parent] = counts.get(parent, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("store", list(STORES))
+def test_the_children_lookup_probes_the_partial_index_whatever_the_statistics(
+    own_connection, store
+):
+    profile, seeded = STORES[store]
+    with own_connection.cursor() as cursor:
+        cursor.execute(
+            shapes.sessions_sql(
+                profile,
+                seeded or SESSIONS,
+                now_ms=int(time.time() * 1000),
+                messages_per_session=0,
+                deep_messages=0,
+            )
+        )
+        if seeded:
+            cursor.execute(shapes.copies_sql(seeded, SESSIONS))
+        cursor.execute("SELECT count(*) FROM sessions_app_session")
+        assert cursor.fetchone() == (SESSIONS,)
+        for when in ("ANALYZE", "VACUUM (ANALYZE)"):
+            cursor.execute(f"{when} sessions_app_session")
+            counts = check_children_lookup(cursor, sessions=SESSIONS, when=f"{store}, {when}")
+            if profile.children:
+                # The parent's newest CHILD_SESSIONS_MAX + 1 (the one more says "truncated").
+                assert counts == {shapes.PARENT_KEY: CHILD_SESSIONS_MAX + 1}
+            else:
+                assert counts == {}
