@@ -211,13 +211,13 @@ def children_of(parent_keys: list[str]) -> dict[str, ChildKeys]:
 #   the planner does not know spawned_by is fixed, so the order asked for,
 #   (spawned_by, updated_at DESC, id DESC), is exactly `session_active_children`'s and no other
 #   index yields it: every other plan reads and sorts all the rows it matches;
-# - the upper bound is a row comparison: the planner estimates it as a lone inequality (a third
-#   of the rows) rather than pairing it with the lower bound into a narrow range (0.5 %), so the
-#   range is expected to hold many rows and reading only its first CHILD_SESSIONS_MAX + 1 in
-#   index order wins over reading them all and sorting them (through `session_spawned_by`, which
-#   a small store's unvacuumed heap made cheaper). Neither estimate reads a statistic of
-#   spawned_by. The index condition is still the exact range (spawned_by >= key AND spawned_by
-#   <= key), the row comparison rechecked on the rows it returns.
+# - the upper bound is a row comparison: the planner estimates each bound as a lone inequality
+#   with an unknown value (a third of the rows each, a ninth together) instead of pairing them
+#   into a narrow range (0.5 %), so the range is expected to hold many rows, and reading only
+#   its first CHILD_SESSIONS_MAX + 1 in index order wins over reading them all and sorting them
+#   (through `session_spawned_by`, which a small store's unvacuumed heap made cheaper). Neither
+#   estimate reads a statistic of spawned_by. The index condition is still the exact range
+#   (spawned_by >= key AND spawned_by <= key); the row comparison is rechecked on its rows.
 # tests/sessions_app/test_list_query_plans.py pins the plan on stores without sub-agents, grown
 # by copies, and skewed, before and after VACUUM. The outer ORDER BY keeps each parent's
 # children together in index order (the nested loop already returns them so; the sort of at
