@@ -49,8 +49,8 @@ from django.db import connection  # noqa: E402
 
 from bench import shapes  # noqa: E402
 from sessions_app import rows  # noqa: E402
-from sessions_app.agents import upsert_agent  # noqa: E402
-from sessions_app.identity import requester_for_session  # noqa: E402
+from sessions_app.access.identity import requester_for_session  # noqa: E402
+from sessions_app.manage.agents import upsert_agent  # noqa: E402
 from sessions_app.models import GatewayConfig, Session  # noqa: E402
 from sessions_app.tools.sessions_list import sessions_list  # noqa: E402
 
