@@ -25,7 +25,7 @@ from django.utils import timezone
 from openclaw_common.errors import InvalidArgument
 
 from ..lib import outbound
-from ..models import Agent, GatewayConfig
+from ..models import Agent, GatewayConfig, Session
 from .backends import BackendError
 from .backends.openai import request_headers
 
@@ -121,7 +121,9 @@ def resolve(agent: Agent | None, agent_id: str, requested: str, config: GatewayC
     )
 
 
-def check_session_model(session, requested: str, config: GatewayConfig | None = None) -> str:
+def check_session_model(
+    session: Session, requested: str, config: GatewayConfig | None = None
+) -> str:
     """The model id for a session's runs (session_status `model`, the sessions tool's and
     sessions.patch's `model`), held to what sessions_spawn holds a child to: when the session's
     agent has a catalog, one of it (an alias names its id). An agent with none takes any id,
