@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -34,12 +36,37 @@ def key_from(value: str) -> str:
     return value.strip()
 
 
-def stdio_caller(token: str, session_key: str | None):
-    header = f"Bearer {token}"
+def bad_key_text(value: str) -> str:
+    """The stdio text for a missing, unknown or revoked key. The API's one text says to send an
+    `Authorization` header, which a process started with `--key` has no way to do; this one
+    names what it can change, and still does not say which of the three it was."""
+    if _ENV_NAME.fullmatch(value):
+        return (
+            f"Invalid or missing API key: the environment variable {value} (--key {value}) does "
+            "not hold a usable API key; set it to one (`manage.py create_api_key`)"
+        )
+    return (
+        "Invalid or missing API key: --key is not a usable API key; give one "
+        "(`manage.py create_api_key`), or the name of an environment variable holding it "
+        "(--key OPENCLAW_API_KEY)"
+    )
 
+
+@contextmanager
+def stdio_text(key_argument: str) -> Iterator[None]:
+    """Unauthenticated inside, with the stdio text for `--key` (other refusals unchanged)."""
+    try:
+        yield
+    except Unauthenticated:
+        raise Unauthenticated(bad_key_text(key_argument)) from None
+
+
+def stdio_caller(token: str, session_key: str | None, key_argument: str):
     def resolve() -> Requester:
         # Admitted at each call as an HTTP request is: revoked or over its rate stops it.
-        return requester_for(gate.admit(header), session_key=session_key)
+        with stdio_text(key_argument):
+            api_key = gate.admit(f"Bearer {token}")
+        return requester_for(api_key, session_key=session_key)
 
     async def caller(ctx: ServerRequestContext[Any, Any]) -> Requester:
         return await in_thread(resolve)()
@@ -47,13 +74,16 @@ def stdio_caller(token: str, session_key: str | None):
     return caller
 
 
-def check_key(token: str, session_key: str | None) -> None:
-    """Refuse to start with a key that cannot act (a client shows the process's stderr)."""
-    requester_for(authenticate(f"Bearer {token}"), session_key=session_key)
+def check_key(token: str, session_key: str | None, key_argument: str) -> None:
+    """Refuse to start with a key that cannot act (a client shows the process's stderr).
+    `key_argument` is what `--key` said (the key, or the variable's name), for the text."""
+    with stdio_text(key_argument):
+        api_key = authenticate(f"Bearer {token}")
+    requester_for(api_key, session_key=session_key)
 
 
-def serve(token: str, session_key: str | None = None) -> None:
-    server = build_server(stdio_caller(token, session_key))
+def serve(token: str, session_key: str | None, key_argument: str) -> None:
+    server = build_server(stdio_caller(token, session_key, key_argument))
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -35,7 +35,12 @@ def test_stdio_lists_and_calls_tools_with_the_key_from_an_env_var_and_stops_when
     assert not listed.is_error and len(listed.structured_content["sessions"]) == 3
     assert json.loads(texts(listed)) == listed.structured_content
     assert after.is_error
-    assert texts(after) == "Invalid or missing API key: send Authorization: Bearer <api key>"
+    # Issue 29.6: what a stdio client can change is the variable, not an HTTP header.
+    assert texts(after) == (
+        "Invalid or missing API key: the environment variable OPENCLAW_TEST_KEY "
+        "(--key OPENCLAW_TEST_KEY) does not hold a usable API key; set it to one "
+        "(`manage.py create_api_key`)"
+    )
 
 
 def test_a_bad_key_refuses_to_start_with_a_message_on_stderr(demo):
@@ -49,8 +54,24 @@ def test_a_bad_key_refuses_to_start_with_a_message_on_stderr(demo):
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode != 0
-    assert "Invalid or missing API key" in done.stderr
+    assert "Invalid or missing API key: --key is not a usable API key" in done.stderr
+    assert "OPENCLAW_API_KEY" in done.stderr and "Authorization" not in done.stderr
     assert done.stdout == ""
+
+
+def test_a_variable_without_a_usable_key_is_named_at_start(demo):
+    done = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--key", "OPENCLAW_TEST_KEY"],
+        cwd=ROOT,
+        env=child_env(OPENCLAW_TEST_KEY="ocs_nope_nope"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode != 0
+    assert "the environment variable OPENCLAW_TEST_KEY (--key OPENCLAW_TEST_KEY)" in done.stderr
+    assert "Authorization" not in done.stderr and done.stdout == ""
 
 
 def test_the_console_script_serves_from_any_directory(demo, tmp_path):

@@ -25,7 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args, key, session=None, **options):
         try:
             token = stdio.key_from(key)
-            stdio.check_key(token, session)
+            stdio.check_key(token, session, key)
         except ToolError as exc:
             raise CommandError(exc.message) from None
-        stdio.serve(token, session)
+        stdio.serve(token, session, key)
