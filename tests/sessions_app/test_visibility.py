@@ -92,6 +92,31 @@ def test_all_with_agent_to_agent_allow_list(agent_main, world):
     }
 
 
+def test_a_typo_in_the_agent_part_is_not_found_where_that_agent_may_be_seen(agent_main, world):
+    """Issue 29.6. OpenClaw's guard reads the agent from the key's text before any lookup
+    (reference §1.3: a key is not resolved through the gateway; §3.2: resolve, then the guard,
+    then chat.history), so an agent id the allow list does not cover is the A2A refusal even
+    when no such agent exists: that text is OpenClaw's and stays. Where the policy lets the
+    caller see that agent id, the typo is a plain "not found"."""
+    not_found = {
+        "status": "error",
+        "error": "Session not found: agent:mian:main (use the full sessionKey from sessions_list)",
+    }
+    set_config(visibility="all", a2a_enabled=True, a2a_allow=["main", "research"])
+    assert history_of(agent_main, "agent:mian:main") == {
+        "status": "forbidden",
+        "error": "Agent-to-agent history denied by tools.agentToAgent.allow.",
+    }
+    assert history_of(agent_main, "agent:main:mian") == {
+        **not_found,
+        "error": not_found["error"].replace("agent:mian:main", "agent:main:mian"),
+    }
+    set_config(a2a_allow=["main", "m*"])
+    assert history_of(agent_main, "agent:mian:main") == not_found
+    set_config(a2a_allow=[])
+    assert history_of(agent_main, "agent:mian:main") == not_found
+
+
 def test_all_with_empty_allow_list_allows_every_agent(agent_main, world):
     set_config(visibility="all", a2a_enabled=True, a2a_allow=[])
     assert {RESEARCH, OTHER} <= set(listed(agent_main))
