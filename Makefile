@@ -10,19 +10,34 @@ OUTBOUND_ALLOW ?= 127.0.0.1,::1,localhost
 # What mypy checks (pyproject.toml [tool.mypy]); the rest joins as it gets typed.
 TYPED ?= sessions_app/tools sessions_app/runs sessions_app/acp sessions_app/mcp sessions_app/rows.py sessions_app/transcript.py
 
+# pip's output, and migrate's and seed_demo's: kept here, shown (the tail) only when a step fails.
+INSTALL_LOG ?= var/install.log
+RUN_LOG ?= var/run.log
+
 .PHONY: install run test lint typecheck fmt migrations-check bench clean
 
+# $(call quietly,log,what,command): one line saying what, the command's output to the log (made
+# anew); on failure the log's tail and where the rest is.
+quietly = mkdir -p $(dir $(1)); echo "$(2) (log: $(1))"; { $(3); } >$(1) 2>&1 || { status=$$?; \
+	echo "$(2) failed; the end of $(1):" >&2; tail -n 25 $(1) >&2; exit $$status; }
+
+# Two stamps: what running needs (`make run`), and that plus the dev extras (tests, linters,
+# playwright: several times the download) for everything else. The dev install is a superset,
+# so it stamps both.
 $(VENV)/.installed: pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
-	touch $@
+	@$(call quietly,$(INSTALL_LOG),Installing what running needs into $(VENV),test -x $(PY) || $(PYTHON) -m venv $(VENV); $(PY) -m pip install --disable-pip-version-check -e .)
+	@touch $@
 
-install: $(VENV)/.installed
+$(VENV)/.installed-dev: pyproject.toml
+	@$(call quietly,$(INSTALL_LOG),Installing the project and its dev extras into $(VENV),test -x $(PY) || $(PYTHON) -m venv $(VENV); $(PY) -m pip install --disable-pip-version-check -e '.[dev]')
+	@touch $(VENV)/.installed $@
 
-run: install
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py seed_demo
-	OPENCLAW_OUTBOUND_ALLOW="$${OPENCLAW_OUTBOUND_ALLOW-$(OUTBOUND_ALLOW)}" PORT=$(PORT) $(PY) manage.py serve
+# Everything (CI's first step: its tests and lint then run side by side without installing).
+install: $(VENV)/.installed-dev
+
+run: $(VENV)/.installed
+	@$(call quietly,$(RUN_LOG),Migrating the database and loading the demo,$(PY) manage.py migrate --noinput && $(PY) manage.py seed_demo)
+	@OPENCLAW_OUTBOUND_ALLOW="$${OPENCLAW_OUTBOUND_ALLOW-$(OUTBOUND_ALLOW)}" PORT=$(PORT) $(PY) manage.py serve --demo-login
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -7,14 +7,17 @@ without limit. Both serve HTTP, SSE and /ws/ from the same application.
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 
 from sessions_app.manage import retention
 from sessions_app.runs.sweeper import ensure_schedule
+from sessions_app.ui import demo_login as demo
 
 
 class Command(BaseCommand):
@@ -37,23 +40,29 @@ class Command(BaseCommand):
             default=os.environ.get("SERVER", "uvicorn"),
             help="ASGI server: uvicorn (default) or daphne",
         )
+        parser.add_argument(
+            "--demo-login",
+            action="store_true",
+            help="Also say how to log in to the browser as the demo account, made on first "
+            "use with its password shown once (what `make run` passes)",
+        )
 
-    def handle(self, *args, port, host, no_worker, server, web_workers, **options):
+    def handle(self, *args, port, host, no_worker, server, web_workers, demo_login, **options):
         refuse_unmigrated()
         ensure_schedule()
         retention.ensure_schedules()
         python = sys.executable
-        self.stdout.write(
-            f"Serving on http://{host}:{port}/ (API docs: /api/v1/docs/). Ctrl-C stops."
-        )
+        text = banner(host, port, demo.demo_login() if demo_login else None)
         command = server_command(server, host, port, web_workers)
         if no_worker:
             # Nothing to supervise: this process becomes the server (its signals, its exit
             # status), and no second Python with Django loaded sits beside it.
+            self.stdout.write(text)
             self.stdout.flush()
             os.execv(command[0], command)
         children = [subprocess.Popen(command), subprocess.Popen([python, "manage.py", "qcluster"])]
         stopping = False
+        announced = False
 
         def stop(*_):
             nonlocal stopping
@@ -63,6 +72,12 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         try:
             while not stopping and all(c.poll() is None for c in children):
+                # The banner once the first page can be served, so it is the last thing on the
+                # screen, after the server's own start-up lines (issue 29.1).
+                if not announced and accepts(host, port) and children[0].poll() is None:
+                    self.stdout.write(text)
+                    self.stdout.flush()
+                    announced = True
                 time.sleep(0.2)
         finally:
             for child in children:
@@ -77,6 +92,27 @@ class Command(BaseCommand):
         failed = [c.returncode for c in children if c.returncode not in (0, -signal.SIGTERM, None)]
         if failed and not stopping:
             raise SystemExit(1)
+
+
+def banner(host: str, port: int, login: str | None) -> str:
+    """Where the site is, how to log in (`--demo-login`), where the API is described."""
+    base = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    lines = [f"Serving on {base}/ (Ctrl-C stops)"]
+    if login:
+        lines.append(login)
+    lines.append(f"API docs: {base}{reverse('docs')} (OpenAPI schema: {base}{reverse('schema')})")
+    return "\n".join(lines)
+
+
+def accepts(host: str, port: int) -> bool:
+    """Whether something accepts connections on the address the server binds."""
+    # A wildcard bind is reached on loopback.
+    address = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    try:
+        with socket.create_connection((address, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
 
 
 def refuse_unmigrated() -> None:
