@@ -29,7 +29,7 @@ BLOCK = re.compile(r"^@@BLOCK (\d+)$", re.M)
 # Blocks a test does not paste, each by its first line, with the reason. Everything else in a
 # `sh` or `python` fence runs.
 NOT_RUN = {
-    "make run    # creates .venv, installs, migrates, loads the demo, serves on :8000 with a worker": (
+    "make run    # creates .venv, installs what running needs, migrates, loads the demo, serves on :8000 with a worker": (
         "the test's server and worker stand in for `make run`; `make test` is the suite itself"
     ),
     ".venv/bin/python manage.py import_openclaw ~/.openclaw": (
