@@ -1,0 +1,290 @@
+"""Every rule of the gate on every way in (sessions_app/api/gate.py, STYLE.md rule 14).
+
+Each entrance is a small adapter of its own protocol (REST through DRF, the async send view,
+`/tools/invoke`, a `/ws/` request frame, `/mcp/` over HTTP, a model's own tool call) that turns
+its answer into a `Refusal(kind, text)`. Each rule builds one bad request; every entrance that can
+carry it must refuse it the same way. A new entrance is one more row here, and one that forgets a
+step fails its column.
+
+Not here: `/mcp/` over stdio, which passes the same `gate.admit` on each call (tests/mcp/
+test_stdio.py tries a revoked key; a subprocess per rule would cost a minute), and a key's
+revocation on an open `/ws/` connection, which has a test of its own below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from sessions_app.api import ratelimit
+from sessions_app.models import ApiKey, Run
+from sessions_app.tools import offer
+from tests.conftest import make_session
+from tests.live_updates.conftest import Client as WsClient
+from tests.live_updates.conftest import db as in_db
+from tests.live_updates.conftest import ws
+from tests.mcp.asgi import Session as McpSession
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TARGET = "agent:main:discord:group:dev"
+DEEP_LEVELS = 300  # past the depth limit (64) and orjson's (255)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    kind: str  # unauthorized, rate_limited, too_large, invalid
+    text: str = ""
+
+
+KIND_OF_STATUS = {401: "unauthorized", 429: "rate_limited", 413: "too_large", 400: "invalid"}
+KIND_OF_CODE = {"invalid_request": "invalid"}
+
+
+def refusal_of_http(status: int, body: bytes) -> Refusal | None:
+    if status < 400:
+        return None
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = body.decode(errors="replace")
+    return Refusal(KIND_OF_STATUS.get(status, str(status)), message)
+
+
+# --- the entrances --------------------------------------------------------------------------
+# Each: (token, what) -> Refusal | None, where `what` is ("value", v): v in one of its string
+# arguments; ("raw", bytes): the whole body; ("extra", name): a valid call plus an unknown name.
+
+
+def _http(path: str, body_of: Callable[[Any], dict]) -> Callable[..., Awaitable[Refusal | None]]:
+    async def call(token: str, what: tuple[str, Any]) -> Refusal | None:
+        mode, value = what
+        if mode == "raw":
+            raw = value
+        elif mode == "extra":
+            raw = json.dumps({**body_of("ok"), value: 1}).encode()
+        else:
+            raw = json.dumps(body_of(value)).encode()
+
+        def post():
+            client = Client()
+            return client.post(
+                path, raw, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+            )
+
+        response = await in_db(post)()
+        return refusal_of_http(response.status_code, response.content)
+
+    return call
+
+
+rest_drf = _http("/api/v1/spawn/", lambda v: {"task": v})
+rest_async = _http(
+    f"/api/v1/sessions/{TARGET}/send/", lambda v: {"message": v, "timeoutSeconds": 0}
+)
+tools_invoke = _http("/tools/invoke", lambda v: {"tool": "sessions_list", "args": {"label": v}})
+
+
+async def websocket(token: str, what: tuple[str, Any]) -> Refusal | None:
+    """A connection that authenticates with its `connect` frame (an upgrade refused for its
+    header can only say 403, or 429 where the server may answer HTTP: tests/sessions_app/
+    test_limits.py), then one request frame."""
+    mode, value = what
+    communicator = ws()
+    accepted, code = await communicator.connect()
+    assert accepted, code
+    try:
+        client = WsClient(communicator)
+        hello = await client.request("connect", {"auth": {"token": token}})
+        if mode == "raw":
+            await communicator.send_to(text_data=value.decode())
+            frame = json.loads(await communicator.receive_from(timeout=5))
+        elif hello["ok"]:
+            params = {"label": value} if mode == "value" else {"label": "ok", value: 1}
+            frame = await client.request("sessions.list", params)
+        else:
+            frame = hello
+        if frame.get("ok"):
+            return None
+        error = frame["error"]
+        return Refusal(KIND_OF_CODE.get(error["code"], error["code"]), error["message"])
+    finally:
+        await communicator.disconnect()
+
+
+async def mcp_http(token: str, what: tuple[str, Any]) -> Refusal | None:
+    mode, value = what
+    session = McpSession(token)
+    opened = await session.initialize()
+    refused = refusal_of_http(opened.status, opened.body)
+    if refused is not None:
+        return refused
+    if mode == "raw":
+        return None  # (a JSON-RPC body is the SDK's to judge; the body rules are below)
+    arguments = {"label": value} if mode == "value" else {"label": "ok", value: 1}
+    answer = await session.call_tool("sessions_list", arguments)
+    refused = refusal_of_http(answer.status, answer.body)
+    if refused is not None:
+        return refused
+    result = answer.messages[-1]["result"]
+    if not result.get("isError"):
+        return None
+    return Refusal("invalid", result["content"][0]["text"])
+
+
+async def model_call(token: str, what: tuple[str, Any]) -> Refusal | None:
+    """A run's own tool call (tools/offer.call_tool), as a model backend makes it."""
+    mode, value = what
+    arguments = {"label": value} if mode == "value" else {"label": "ok", value: 1}
+
+    def call():
+        run = Run.objects.filter(session__key=TARGET).first()
+        return offer.call_tool(run, "sessions_list", arguments)
+
+    details = await in_db(call)()
+    if details.get("status") in (None, "ok") and "error" not in details:
+        return None
+    return Refusal("invalid", details["error"])
+
+
+ENTRANCES = {
+    "rest (DRF)": rest_drf,
+    "rest (async)": rest_async,
+    "/tools/invoke": tools_invoke,
+    "/ws/": websocket,
+    "/mcp/": mcp_http,
+    "a model's tool call": model_call,
+}
+HTTP = {"rest (DRF)", "rest (async)", "/tools/invoke", "/mcp/"}
+REST = {"rest (DRF)", "rest (async)"}
+KEYED = set(ENTRANCES) - {"a model's tool call"}  # a run's calls carry no key of their own
+
+
+def deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+# --- the rules ------------------------------------------------------------------------------
+# name -> (the entrances it applies to, prepare(key, settings) -> what, the expected refusal)
+
+
+def revoked(api_key: ApiKey, settings) -> tuple[str, Any]:
+    api_key.revoke()
+    return ("value", "ok")
+
+
+def over_rate(api_key: ApiKey, settings) -> tuple[str, Any]:
+    settings.OPENCLAW_API_RATE_LIMIT = 5
+    for _ in range(5):
+        ratelimit.check_rate(api_key.pk)
+    return ("value", "ok")
+
+
+def oversize(api_key: ApiKey, settings) -> tuple[str, Any]:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    return ("value", "x" * 8000)
+
+
+RULES: dict[str, tuple[set[str], Callable[..., tuple[str, Any]], Refusal]] = {
+    "a revoked key": (KEYED, revoked, Refusal("unauthorized")),
+    "a key over its rate": (KEYED, over_rate, Refusal("rate_limited")),
+    "an oversize body": (HTTP, oversize, Refusal("too_large")),
+    "a NUL": (
+        set(ENTRANCES),
+        lambda key, settings: ("value", "a\u0000b"),
+        Refusal("invalid", "NUL"),
+    ),
+    "a 300-deep value": (
+        set(ENTRANCES),
+        lambda key, settings: ("value", deep(DEEP_LEVELS)),
+        Refusal("invalid", "deeper than 64 levels"),
+    ),
+    "an unknown field in a REST body": (
+        REST,
+        lambda key, settings: ("extra", "bogus"),
+        Refusal("invalid", "bogus"),
+    ),
+    "a body that is not a JSON object": (
+        REST | {"/tools/invoke", "/ws/"},
+        lambda key, settings: ("raw", b"[1, 2]"),
+        Refusal("invalid", "object"),
+    ),
+}
+
+# Where an entrance's own protocol refuses first, with its own text, before the gate sees it.
+PROTOCOL_TEXT = {
+    # The MCP SDK parses the JSON-RPC body itself, and refuses nesting past its parser's limit
+    # (a 100-deep argument reaches the gate: tests/mcp/test_http_limits.py).
+    ("a 300-deep value", "/mcp/"): "recursion limit exceeded",
+}
+
+CASES = [
+    pytest.param(rule, entrance, id=f"{rule} | {entrance}")
+    for rule, (entrances, _, _) in RULES.items()
+    for entrance in ENTRANCES
+    if entrance in entrances
+]
+
+
+@pytest.fixture
+def world(agents):
+    make_session(TARGET)
+    Run.objects.create(session=make_session(TARGET), kind="send", status=Run.RUNNING)
+    api_key, token = ApiKey.generate(scope=ApiKey.AGENT, agent=agents["main"])
+    return api_key, token
+
+
+@pytest.mark.parametrize(("rule", "entrance"), CASES)
+def test_every_rule_on_every_entrance(rule, entrance, world, settings):
+    api_key, token = world
+    _, prepare, expected = RULES[rule]
+    what = prepare(api_key, settings)
+    refused = asyncio.run(ENTRANCES[entrance](token, what))
+    assert refused is not None, f"{entrance} let {rule} through"
+    assert refused.kind == expected.kind, (entrance, rule, refused)
+    assert PROTOCOL_TEXT.get((rule, entrance), expected.text) in refused.text, (entrance, refused)
+
+
+def test_the_table_covers_every_entrance_with_every_rule_it_can_carry():
+    carried = {
+        entrance: {r for r, (es, _, _) in RULES.items() if entrance in es} for entrance in ENTRANCES
+    }
+    assert all(len(rules) >= 2 for rules in carried.values()), carried
+    assert carried["rest (DRF)"] == set(RULES)
+
+
+def test_an_open_connection_is_admitted_again_for_each_request(world, settings):
+    """A `/ws/` connection authenticated once: its key's revocation and rate still hold on the
+    next frame (the hub's periodic recheck closes it later; the frame does not wait for that)."""
+    api_key, token = world
+
+    async def frames():
+        communicator = ws(token)
+        accepted, code = await communicator.connect()
+        assert accepted, code
+        client = WsClient(communicator)
+        try:
+            served = await client.request("sessions.list", {})
+            settings.OPENCLAW_API_RATE_LIMIT = 2  # the upgrade and the frame above were 2
+            over = await client.request("sessions.list", {})
+            settings.OPENCLAW_API_RATE_LIMIT = 0
+            await in_db(api_key.revoke)()
+            revoked = await client.request("sessions.list", {})
+            return served, over, revoked
+        finally:
+            await communicator.disconnect()
+
+    served, over, revoked = asyncio.run(frames())
+    assert served["ok"] is True
+    assert over["error"]["code"] == "rate_limited"
+    assert revoked["error"] == {"code": "unauthorized", "message": revoked["error"]["message"]}
+    assert "API key" in revoked["error"]["message"]
