@@ -1,13 +1,15 @@
 """The worker's side of runtime="acp": one turn of an ACP child (docs/acp.md).
 
 runs/engine.py hands a run of an ACP session here instead of a model backend. The turn starts
-the harness (client.py), and while it works, every batch of what it says is written to the
-child's transcript at once (transcript.py); between batches the run is checked for an abort or
-its deadline (the engine's `check_abort`, as for any turn). On abort, runTimeoutSeconds or a
-cascade stop: session/cancel, then the process ends, what came meanwhile is written, and open
-tool calls are closed. A harness that fails ends the run as `error` with the reason; what it
-had said stays in the transcript. The turn's reply (what the requester hears through the usual
-completion path) is the agent's text after its last tool call.
+the harness (client.py), and while it works, every batch of what it says is handled at once
+(transcript.py): finished messages are written, the text still streaming goes to live followers
+as deltas; between batches the run is checked for an abort or its deadline (the engine's
+`check_abort`, as for any turn). On abort, runTimeoutSeconds or a cascade stop: session/cancel,
+then the process ends, what came meanwhile is written (the text cut short marked `aborted`),
+and open tool calls are closed. A harness that fails ends the run as `error` with the reason;
+what it had said stays in the transcript (its last text marked `error`). The turn's reply (what
+the requester hears through the usual completion path) is the agent's text after its last tool
+call.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..runs.backends.base import CheckAbort
 from ..runs.flow_state import Flow
 from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS, Event, HarnessProcess
 from .harnesses import Harness, HarnessError, configured, deployment_refusal
-from .transcript import TranscriptWriter
+from .transcript import STOP_REASONS, TranscriptWriter
 
 POLL_SECONDS = 0.2
 # A turn is one django-q2 task, killed (with no chance to cancel) past Q_CLUSTER["timeout"]: the
@@ -97,12 +99,15 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
     except TurnAborted as exc:
         process.request_cancel()
         _drain(process, writer)
-        writer.close("the run timed out" if str(exc) == "timeout" else "the run was stopped")
+        writer.close(
+            "the run timed out" if str(exc) == "timeout" else "the run was stopped",
+            stop_reason="aborted",
+        )
         raise
     except TaskLimitReached:
         process.request_cancel()
         _drain(process, writer)
-        writer.close("the turn reached the worker's task time limit")
+        writer.close("the turn reached the worker's task time limit", stop_reason="aborted")
         raise BackendError(
             f'ACP harness "{harness.id}": the turn was stopped after {limit:.0f}s, the worker\'s '
             'task time limit (Q_CLUSTER["timeout"]); set runTimeoutSeconds below it, or raise it'
@@ -149,10 +154,14 @@ def _drain(process: HarnessProcess, writer: TranscriptWriter) -> None:
 def _result(harness: Harness, outcome: Event, writer: TranscriptWriter) -> TurnOutput:
     kind, data = outcome
     if kind == "failed":
-        writer.close("the harness failed")
-        raise BackendError(f'ACP harness "{harness.id}": {data.get("error")}')
+        error = f'ACP harness "{harness.id}": {data.get("error")}'
+        writer.close("the harness failed", stop_reason="error", error=error)
+        raise BackendError(error)
     stop = data.get("stopReason")
-    writer.close(f"the turn ended ({stop}) before the tool call finished")
+    writer.close(
+        f"the turn ended ({stop}) before the tool call finished",
+        stop_reason=STOP_REASONS.get(str(stop), "stop"),
+    )
     if stop == "cancelled":
         raise BackendError(f'ACP harness "{harness.id}" cancelled the turn')
     if stop == "refusal":

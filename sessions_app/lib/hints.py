@@ -9,6 +9,11 @@ change by polling (hub.POLL_SECONDS).
 Sending through the channel layer is async and takes a Redis round trip, so it runs on one
 background thread per process with its own event loop: the writer only enqueues, and hints that
 pile up while a send is in flight go out together in the next one.
+
+`publish_delta(pk, payload)` sends what is not a row: the text an ACP harness is still streaming
+(acp/transcript.py), to the followers of a session as `session.delta` events, at once (there is
+no transaction to wait for) and by the same two paths. Without REDIS_URL a delta reaches only
+the hubs of the process that wrote it; the others see the stored message when it comes.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import logging
 import os
 import queue
 import threading
+import uuid
 
 from django.conf import settings
 from django.db import transaction
@@ -28,6 +34,7 @@ log = logging.getLogger("openclaw.live")
 GROUP = "openclaw.live"
 EXIT_FLUSH_SECONDS = 2
 REASONS = ("created", "updated", "archived", "restored", "run", "messages")
+_ORIGIN = uuid.uuid4().hex
 
 # Hubs running in this process (normally one: the ASGI server's event loop).
 _local_hubs: set = set()
@@ -49,6 +56,28 @@ def session_changed(session_pk: int, reason: str, *, last_seq: int | None = None
     assert reason in REASONS, reason
     hint = (session_pk, reason, last_seq)
     transaction.on_commit(lambda: publish([hint]), robust=True)
+
+
+def origin() -> str:
+    """This process, so its hubs skip the deltas they already had at first hand (forked
+    workers share the module's uuid, not their pid)."""
+    return f"{_ORIGIN}-{os.getpid()}"
+
+
+def publish_delta(session_pk: int, payload: dict) -> None:
+    """Hand a followed session's streaming text to live followers now (not a row: nothing to
+    commit, nothing to replay; a follower that misses one reads the stored message)."""
+    with _local_lock:
+        hubs = list(_local_hubs)
+    for hub in hubs:
+        hub.delta_threadsafe(session_pk, payload)
+    if settings.REDIS_URL:
+        _Publisher.get().put(_Delta(session_pk, payload))
+
+
+class _Delta(tuple):
+    def __new__(cls, session_pk: int, payload: dict):
+        return super().__new__(cls, (session_pk, payload))
 
 
 def publish(hints: list[tuple]) -> None:
@@ -106,11 +135,13 @@ class _Publisher:
                 except queue.Empty:
                     break
             batch = [hint for item in items if isinstance(item, list) for hint in item]
+            deltas = [list(item) for item in items if isinstance(item, _Delta)]
+            message = {"type": "live.hints", "hints": batch}
+            if deltas:
+                message.update(deltas=deltas, origin=origin())
             try:
-                if batch:
-                    loop.run_until_complete(
-                        layer.group_send(GROUP, {"type": "live.hints", "hints": batch})
-                    )
+                if batch or deltas:
+                    loop.run_until_complete(layer.group_send(GROUP, message))
             except Exception:  # a hint is best effort: hubs poll anyway
                 log.warning("could not publish %d live hint(s)", len(batch), exc_info=True)
             for item in items:

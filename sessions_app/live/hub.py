@@ -140,6 +140,23 @@ class Hub:
         with contextlib.suppress(RuntimeError):  # the loop is closing
             self.loop.call_soon_threadsafe(self._poke, batch)
 
+    def delta_threadsafe(self, session_pk: int, payload: dict) -> None:
+        """Streaming text of a session (hints.publish_delta), from any thread of this process."""
+        with contextlib.suppress(RuntimeError):  # the loop is closing
+            self.loop.call_soon_threadsafe(self._delta, session_pk, payload)
+
+    def _delta(self, session_pk: int, payload: dict) -> None:
+        """To each follower of the session at once: a delta is no row, so there is no cursor to
+        move and nothing to replay. A follower already behind (stalled) skips it; it reads the
+        stored message when it catches up."""
+        followers = self.by_session.get(session_pk)
+        if not followers:
+            return
+        event = Event("session.delta", orjson.dumps(payload).decode(), None, session_pk)
+        for subscriber in list(followers):
+            if not subscriber.stalled and session_pk in subscriber.followed:
+                subscriber.offer(event)
+
     def _poke(self, batch) -> None:
         self.hinted.extend(tuple(h) for h in batch)
         self._wake.set()
@@ -198,6 +215,9 @@ class Hub:
                 while time.monotonic() < renew_at:
                     message = await layer.receive(channel)
                     self._poke(message.get("hints") or [])
+                    if message.get("deltas") and message.get("origin") != hints.origin():
+                        for session_pk, payload in message["deltas"]:
+                            self._delta(session_pk, payload)
                 await layer.group_discard(hints.GROUP, channel)
             except asyncio.CancelledError:
                 raise

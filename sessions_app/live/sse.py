@@ -5,6 +5,7 @@ page, then every appended message, as Server-Sent Events (reference §3.5, docs/
     event: history        {sessionKey, messages, hasMore, nextCursor?, ...flags}
     id: <seq>
     event: message        {sessionKey, messageSeq, message}
+    event: delta          {sessionKey, afterSeq, type, offset, delta} (streaming text, no id)
     event: subagent       {sessionKey, childSessionKey, taskId, label, state, status, ...}
     : keepalive           every KEEPALIVE_SECONDS
     event: error          {code, reason}, then the stream ends (access revoked, slow reader)
@@ -108,6 +109,8 @@ async def _events(subscriber: Subscriber, followed: Followed, history: dict | No
                 yield b": keepalive\n\n"
             elif isinstance(item, Event) and item.name == "session.subagent":
                 yield frame("subagent", item.payload)  # no id: a state, not a message to resume
+            elif isinstance(item, Event) and item.name == "session.delta":
+                yield frame("delta", item.payload)  # no id: not a row, never replayed
             elif isinstance(item, Event):
                 yield frame("message", item.payload, event_id=item.message_seq)
             elif isinstance(item, Close):

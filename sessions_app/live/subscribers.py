@@ -36,7 +36,7 @@ class Followed:
 
 @dataclass(frozen=True)
 class Event:
-    name: str  # "session.message" | "session.subagent" | "sessions.changed"
+    name: str  # "session.message" | "session.delta" | "session.subagent" | "sessions.changed"
     payload: str  # JSON text, shared by every client that gets it
     message_seq: int | None = None
     session_pk: int | None = None

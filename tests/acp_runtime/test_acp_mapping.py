@@ -61,13 +61,64 @@ def test_no_matching_option_cancels_the_request():
     )
 
 
-def test_chunks_that_arrive_together_are_one_message_and_order_is_kept():
+def thought(text: str) -> tuple[str, dict]:
+    return (
+        "update",
+        {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}},
+    )
+
+
+def test_a_text_segment_is_one_message_however_many_batches_it_came_in():
     mapper = Mapper("echo")
-    out = mapper.messages([chunk("a"), chunk("b"), call("c1", kind="read"), chunk("c")])
-    assert [m["role"] for m in out] == ["assistant", "assistant", "assistant"]
-    assert out[0]["content"] == [{"type": "text", "text": "ab"}]
+    assert mapper.messages([chunk("Say ")]) == []  # still streaming: not a row yet
+    assert mapper.messages([chunk("this "), chunk("back ")]) == []
+    assert mapper.segment is not None and mapper.segment.text == "Say this back "
+    out = mapper.messages([chunk("to me"), call("c1", kind="read"), chunk("c")])
+    # The call closes the segment, stored before the call; "c" opens the next one.
+    assert [m["role"] for m in out] == ["assistant", "assistant"]
+    assert out[0]["content"] == [{"type": "text", "text": "Say this back to me"}]
+    assert out[0]["stopReason"] == "stop"
     assert out[1]["content"][0]["type"] == "toolCall"
-    assert mapper.final_text == "c" and mapper.all_text == "abc"  # the reply: after the call
+    assert mapper.final_text == "c" and mapper.all_text == "Say this back to mec"
+    end = mapper.finish("the turn ended")
+    assert [m["content"] for m in end[:1]] == [[{"type": "text", "text": "c"}]]
+
+
+def test_thoughts_are_one_block_per_segment_and_a_switch_closes_the_other():
+    mapper = Mapper("echo")
+    out = mapper.messages([thought("hm"), thought("m"), chunk("a")])
+    assert out == [
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "hmm"}],
+            "stopReason": "stop",
+        }
+    ]
+    out = mapper.messages([chunk("b"), thought("again")])
+    assert out[0]["content"] == [{"type": "text", "text": "ab"}]
+
+
+def test_a_permission_or_a_result_closes_the_segment_so_the_order_reads_right():
+    mapper = Mapper("echo")
+    mapper.messages([call("c1", kind="read")])
+    out = mapper.messages([chunk("reading"), ("permission", {"mode": "deny", "toolCall": {}})])
+    assert [m["role"] for m in out] == ["assistant", "system"]
+    out = mapper.messages([chunk("still"), done("c1")])
+    assert [m["role"] for m in out] == ["assistant", "toolResult"]
+
+
+def test_a_segment_cut_by_the_end_of_the_turn_is_marked():
+    mapper = Mapper("echo")
+    mapper.messages([call("c1", kind="execute"), chunk("partial")])
+    out = mapper.finish("the harness failed", stop_reason="error", error="it crashed")
+    assert out[0] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "partial"}],
+        "stopReason": "error",
+        "errorMessage": "it crashed",
+    }
+    assert out[1]["toolCallId"] == "c1" and out[1]["isError"] is True
+    assert mapper.segment is None and mapper.finish("again") == []
 
 
 def test_a_call_and_its_result_are_paired_by_id():
