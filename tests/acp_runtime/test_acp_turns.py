@@ -49,7 +49,8 @@ def texts(message: Message) -> str:
 
 
 def test_the_echo_agent_streams_the_task_back_with_a_paired_tool_call(agent_main, home):
-    register(echo=echo(home))
+    # Chunks far enough apart to come in separate batches: still one stored reply.
+    register(echo=echo(home, args=("--chunks", "4", "--delay", "0.3")))
     child, run = spawn(agent_main)
     drain()
     run.refresh_from_db()
@@ -68,9 +69,11 @@ def test_the_echo_agent_streams_the_task_back_with_a_paired_tool_call(agent_main
     assert result.tool_call_id == call["id"] and result.tool_name == "read"
     assert texts(result) == f"The task has {len(TASK)} characters."
     assert result.extra["isError"] is False
-    streamed = [m for m in messages[5:] if m.role == "assistant"]
-    assert "".join(texts(m) for m in streamed) == TASK  # in order, nothing lost
-    assert all(m.role == "assistant" for m in messages[5:])
+    # The reply: one assistant message with the whole text (issue 27), ended normally.
+    assert len(messages) == 6, roles
+    reply = messages[5]
+    assert reply.role == "assistant" and texts(reply) == TASK
+    assert reply.extra["stopReason"] == "stop" and "errorMessage" not in reply.extra
 
 
 def test_permission_denied_by_the_mode_is_recorded_and_the_call_fails(agent_main, home):
@@ -88,7 +91,7 @@ def test_permission_denied_by_the_mode_is_recorded_and_the_call_fails(agent_main
 
 
 def test_the_requester_hears_the_result_through_the_completion_path(agent_main, home):
-    register(echo=echo(home))
+    register(echo=echo(home, args=("--chunks", "4", "--delay", "0.3")))
     child, run = spawn(agent_main, label="echo it")
     drain()
     completion = Completion.objects.get(child_run=run)
@@ -116,7 +119,10 @@ def test_a_crash_mid_turn_fails_the_run_and_keeps_what_was_written(agent_main, h
     # Its stderr is for the operator's log only: every reader of the session sees run errors,
     # and a harness's traceback may hold a password (audit, 28 Nov).
     assert "boom: the harness crashed" in caplog.text
-    assert "partial output before trouble" in [texts(m) for m in transcript(child)]
+    # What had arrived of the reply is one message, marked as cut by the crash.
+    (said,) = [m for m in transcript(child) if m.role == "assistant"]
+    assert texts(said) == "partial output before trouble"
+    assert said.extra["stopReason"] == "error" and said.extra["errorMessage"] == run.error
 
 
 def test_garbage_on_stdout_fails_the_run_and_logs_the_line(agent_main, home, caplog):
@@ -168,7 +174,9 @@ def test_stream_to_parent_writes_progress_into_the_requester(agent_main, home):
     assert notes and all(m.role == "system" for m in notes)
     assert notes[0].extra["acpProgress"] == {"childSessionKey": child.key}
     joined = " ".join(texts(m) for m in notes)
-    assert "[tool read: Read the task]" in joined and "echo back." in joined
+    assert "[tool read: Read the task]" in joined
+    # The reply reaches the parent whole, in one note, not a note per batch of chunks.
+    assert texts(notes[-1]) == f"[{child.key}] {TASK}"
 
 
 def test_without_stream_to_the_parent_gets_no_progress(agent_main, home):
@@ -187,8 +195,9 @@ def test_a_run_timeout_cancels_the_harness(agent_main, home):
     run.refresh_from_db()
     assert run.status == Run.TIMEOUT
     assert (home / "cancelled.txt").read_text() == "session/cancel received\n"
-    said = "".join(texts(m) for m in transcript(child) if m.role == "assistant")
-    assert said.startswith("partial output before trouble tick 0")
+    (said,) = [m for m in transcript(child) if m.role == "assistant"]
+    assert texts(said).startswith("partial output before trouble tick 0")
+    assert said.extra["stopReason"] == "aborted"
 
 
 def test_the_transcript_browser_shows_the_child(agent_main, home):
