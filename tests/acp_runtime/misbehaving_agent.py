@@ -4,7 +4,9 @@
 - garbage: a correct start, then, in the turn, one chunk and a line that is not JSON;
 - hang: never answers initialize;
 - env: says its environment variable names and its cwd, as JSON text;
-- slow: one chunk a second for a minute, honouring session/cancel (and noting it in a file).
+- slow: one chunk a second for a minute, honouring session/cancel (and noting it in a file);
+  what it has said so far is in `said.txt` in its cwd (its text is stored only when the
+  segment ends, so a test waits for this file instead).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class Misbehaving(Agent):
 
     async def say(self, text: str) -> None:
         await self.client.session_update("s1", update_agent_message_text(text))
+        with open("said.txt", "a") as said:  # in the session's cwd
+            said.write(text)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         if HOW == "env":

@@ -5,9 +5,11 @@ harness processes it starts (the demo's echo agent, a misbehaving one). The test
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
+from django.conf import settings
 
 from sessions_app.models import ApiKey, Completion, Message, Run, Session
 from tests.acp_runtime.harness_fixtures import echo, misbehaving, register
@@ -113,27 +115,24 @@ def test_updates_are_readable_while_the_harness_works_and_the_parent_hears_the_e
     accepted = spawn(world, streamTo="parent", label="count")
     key, run_id = accepted["childSessionKey"], accepted["runId"]
     # Mid-turn, over the API: the task, the start, the tool call, its permission and result,
-    # and the first words, while the run is still running.
-    first_words = wait_until(
-        lambda: [m for m in history(world, key) if m["role"] == "assistant" and text(m)],
-        timeout=30,
-    )
+    # while the run is still running (the reply streams for 4 s after the result).
+    wait_until(lambda: [m for m in history(world, key) if m["role"] == "toolResult"], timeout=30)
     assert Run.objects.get(pk=run_id).status == Run.RUNNING
-    assert TASK.startswith(text(first_words[0]))
     wait_until(lambda: Run.objects.get(pk=run_id).status == Run.OK, timeout=30)
     messages = history(world, key)
     roles = [m["role"] for m in messages]
-    assert roles[:5] == ["user", "system", "assistant", "system", "toolResult"]
+    assert roles == ["user", "system", "assistant", "system", "toolResult", "assistant"]
     call, result = messages[2]["content"][0], messages[4]
     assert call["type"] == "toolCall" and result["toolCallId"] == call["id"]
     assert text(messages[3]) == "Permission denied by permissionMode deny: Read the task"
     assert text(result) == "Permission denied: the task was not read."
-    streamed = [text(m) for m in messages[5:] if m["role"] == "assistant"]
-    assert len(streamed) >= 3 and "".join(streamed) == TASK  # several writes, in order
-    # streamTo: progress notes reached the parent while the child worked; then the completion.
+    # Five chunks over four seconds, stored as one message (issue 27).
+    assert text(messages[5]) == TASK and messages[5]["stopReason"] == "stop"
+    # streamTo: progress notes reached the parent while the child worked, the reply whole in
+    # one of them; then the completion, with the whole reply.
     main = Session.objects.get(key="agent:main:main")
     notes = Message.objects.filter(session=main, extra__acpProgress__childSessionKey=key)
-    assert notes.count() >= 3
+    assert [text({"content": n.content}) for n in notes.order_by("seq")][-1] == f"[{key}] {TASK}"
     wait_until(
         lambda: Completion.objects.filter(child_run_id=run_id, status="delivered").exists(),
         timeout=30,
@@ -147,22 +146,28 @@ def test_updates_are_readable_while_the_harness_works_and_the_parent_hears_the_e
     )
 
 
+def said(w, words: str) -> None:
+    """Wait until the slow harness has said `words` (its text is stored when the turn ends)."""
+    path = w["root"] / "said.txt"
+    wait_until(lambda: path.exists() and words in path.read_text(), timeout=30)
+
+
 def test_abort_sends_session_cancel_then_ends_the_process(world):
     register(echo=misbehaving(world["root"], "slow"))
     accepted = spawn(world)
     key, run_id = accepted["childSessionKey"], accepted["runId"]
     pid = harness_pid(key)
-    wait_until(
-        lambda: Message.objects.filter(session__key=key, content__icontains="tick 1").exists(),
-        timeout=30,
-    )
+    said(world, "tick 1")
     assert abort(world, key)["status"] == "aborted"
     wait_until(lambda: (world["root"] / "cancelled.txt").exists(), timeout=10)
     wait_until(lambda: gone(pid), timeout=15)
     run = Run.objects.get(pk=run_id)
     assert run.status == Run.ABORTED
-    said = "".join(text({"content": m.content}) for m in Message.objects.filter(session__key=key))
-    assert "partial output before trouble tick 0 tick 1" in said  # nothing written is lost
+    (reply,) = Message.objects.filter(session__key=key, role="assistant")
+    assert text({"content": reply.content}).startswith(
+        "partial output before trouble tick 0 tick 1"
+    )
+    assert reply.extra["stopReason"] == "aborted"  # nothing said is lost, and it reads as cut
 
 
 def test_a_cascade_stop_from_the_parent_stops_the_harness(world):
@@ -196,6 +201,23 @@ def test_a_crash_mid_turn_fails_the_child_and_the_parent_hears_it(world):
     )
 
 
+def test_a_harness_killed_mid_reply_leaves_what_had_arrived_marked_as_cut(world):
+    register(echo=misbehaving(world["root"], "slow"))
+    accepted = spawn(world)
+    key, run_id = accepted["childSessionKey"], accepted["runId"]
+    pid = harness_pid(key)
+    said(world, "tick 1")
+    os.killpg(pid, signal.SIGKILL)  # the harness runs in its own process group
+    wait_until(lambda: Run.objects.get(pk=run_id).status == Run.ERROR, timeout=30)
+    run = Run.objects.get(pk=run_id)
+    assert "the harness exited with code -9 during the turn" in run.error
+    (reply,) = Message.objects.filter(session__key=key, role="assistant")
+    arrived = text({"content": reply.content})
+    assert arrived.startswith("partial output before trouble tick 0")
+    assert (world["root"] / "said.txt").read_text().startswith(arrived)
+    assert reply.extra["stopReason"] == "error" and reply.extra["errorMessage"] == run.error
+
+
 def test_refusals_over_the_live_server(world):
     register(echo=echo(world["root"]), other=echo(world["root"]), allowed=["echo"])
     assert spawn(world, agentId="other") == {
@@ -222,22 +244,31 @@ def test_a_follower_of_the_child_sees_each_update_live_in_order(world):
     key, run_id = accepted["childSessionKey"], accepted["runId"]
     stream = SSE(world["server"], world["agent"], f"/api/v1/sessions/{key}/history/?follow=1")
     try:
-        seen, said = [], []
-        while "".join(said) != TASK:
+        seen, deltas, said = [], [], []
+        while not said:
             frame = stream.frame()
             if frame.get("event") == "history":  # what was there before we connected
                 said += [text(m) for m in frame["data"]["messages"] if m["role"] == "assistant"]
-                continue
-            if frame.get("event") != "message":
-                continue
-            seen.append(frame["data"]["messageSeq"])
-            message = frame["data"]["message"]
-            if message["role"] == "assistant" and text(message):
-                said.append(text(message))
-                if len(said) == 1:
-                    # The first words arrive while the harness is still working.
+                said = [t for t in said if t == TASK]
+            elif frame.get("event") == "delta":
+                assert "id" not in frame  # not a row: nothing to resume from
+                deltas.append(frame["data"])
+                if len(deltas) == 1:
                     assert Run.objects.get(pk=run_id).status == Run.RUNNING
+            elif frame.get("event") == "message":
+                seen.append(frame["data"]["messageSeq"])
+                message = frame["data"]["message"]
+                if message["role"] == "assistant" and text(message):
+                    said.append(text(message))
         assert seen == sorted(seen) and len(seen) == len(set(seen))
-        assert len(said) >= 3
+        assert said == [TASK]  # the reply, once, whole
+        if settings.REDIS_URL:
+            # The worker is another process: its deltas reach this server through Redis (without
+            # it they stay in the worker, and followers see the stored reply only).
+            assert len(deltas) >= 2
+            draft = ""
+            for delta in deltas:
+                draft = draft[: delta["offset"]] + delta["delta"]
+            assert draft == TASK
     finally:
         stream.close()
