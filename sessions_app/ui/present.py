@@ -356,6 +356,9 @@ def message(data: dict, *, image_base: str) -> dict:
         "tool_name": str(data.get("toolName") or ""),
         "tool_call_id": str(data.get("toolCallId") or ""),
         "is_error": data.get("isError") is True,
+        # A reply cut short (a stopped run, a crashed ACP harness: pi-ai's stopReason).
+        "cut": role == "assistant" and data.get("stopReason") in ("aborted", "error"),
+        "cut_reason": str(data.get("errorMessage") or data.get("stopReason") or ""),
         "blocks": blocks,
         "card": card,
         "truncated": truncated,

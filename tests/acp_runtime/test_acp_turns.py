@@ -123,6 +123,10 @@ def test_a_crash_mid_turn_fails_the_run_and_keeps_what_was_written(agent_main, h
     (said,) = [m for m in transcript(child) if m.role == "assistant"]
     assert texts(said) == "partial output before trouble"
     assert said.extra["stopReason"] == "error" and said.extra["errorMessage"] == run.error
+    admin_groups()
+    viewer = client_for(make_user("vera", group="Viewers"))
+    page = viewer.get(f"/sessions/{quote(child.key)}/").content.decode()
+    assert "cut short" in page  # the browser shows it as cut
 
 
 def test_garbage_on_stdout_fails_the_run_and_logs_the_line(agent_main, home, caplog):
@@ -212,6 +216,7 @@ def test_the_transcript_browser_shows_the_child(agent_main, home):
     assert "characters" in messages  # the tool call's arguments
     assert "Permission denied by permissionMode deny" in messages
     assert "echo back." in messages
+    assert "cut short" not in messages  # a reply that ended normally
 
 
 def test_a_send_to_the_acp_child_runs_the_harness_once_with_no_reply_flow(agent_main, home):
