@@ -120,6 +120,7 @@
         pages.appendChild(page);
         decorate(page);
         readState();
+        clearDrafts(state.last || 0);  // the stored message replaces its draft, no gap between
         if (page.dataset.hasNewer === "1") appendAgain = true;
         if (follow.checked || wasAtBottom) toBottom(); else setUnseen(unseen + added.length);
       })
@@ -219,11 +220,68 @@
     panel.querySelectorAll("details.panel-sec").forEach(function (d) { d.open = false; });
   }
 
+  // --- streaming text (session.delta: an ACP harness's reply before it is stored) -----------
+  // One draft per streaming source (this session, or a child with streamTo), shown below the
+  // stored messages and built with textContent only. It goes when a stored message comes; a
+  // reconnect reads the stored messages, so a missed delta costs nothing but the preview.
+  var drafts = new Map();
+  function applyDelta(payload) {
+    var source = payload.childSessionKey || "";
+    var draft = drafts.get(source);
+    if (draft && (draft.afterSeq !== payload.afterSeq || draft.type !== payload.type)) {
+      draft.node.remove();
+      draft = null;
+    }
+    if (!draft) {
+      var node = document.createElement("article");
+      node.className = "msg draft role-assistant";
+      node.setAttribute("aria-live", "polite");
+      var head = document.createElement("header");
+      head.className = "msg-head";
+      var role = document.createElement("span");
+      role.className = "role";
+      role.textContent = payload.type === "thinking" ? "Thinking" : "Assistant";
+      head.appendChild(role);
+      var badge = document.createElement("span");
+      badge.className = "badge muted";
+      badge.textContent = source ? "streaming from " + source : "streaming";
+      head.appendChild(badge);
+      var body = document.createElement("p");
+      body.className = "text";
+      node.appendChild(head);
+      node.appendChild(body);
+      newerBox.parentNode.insertBefore(node, newerBox.nextSibling);
+      draft = { node: node, body: body, text: "", afterSeq: payload.afterSeq, type: payload.type };
+      drafts.set(source, draft);
+    }
+    var chars = Array.from(draft.text);  // offsets count code points, not UTF-16 units
+    // A delta past what we have (we joined mid-segment): show what came, marked as partial.
+    var kept = payload.offset <= chars.length ? chars.slice(0, payload.offset).join("") : draft.text + "…";
+    draft.text = kept + payload.delta;
+    draft.body.textContent = draft.text;
+    if (follow.checked || atBottom()) toBottom();
+  }
+  function clearDrafts(sessionSeq) {
+    drafts.forEach(function (draft, source) {
+      // This session's own segment is stored above its afterSeq; a child's shows up here as a
+      // progress note, any new message of this session.
+      if (source || sessionSeq > draft.afterSeq) {
+        draft.node.remove();
+        drafts.delete(source);
+      }
+    });
+  }
+
   // --- live -------------------------------------------------------------------------------
   if (window.OCSLive) {
     var live = new OCSLive();
+    live.on("session.delta", function (payload) {
+      if (keys.indexOf(payload.sessionKey) === -1 || state.hasNewer) return;
+      applyDelta(payload);
+    });
     live.on("session.message", function (payload) {
       if (keys.indexOf(payload.sessionKey) === -1) return;
+      if (state.hasNewer) clearDrafts(payload.messageSeq);  // else once it is on the page
       if (payload.messageSeq > sessionLast) sessionLast = payload.messageSeq;
       if (state.hasNewer) { setUnseen(unseen + 1); return; }
       if (!state.last || payload.messageSeq > state.last) appendNewer();
