@@ -158,14 +158,17 @@ def _result(harness: Harness, outcome: Event, writer: TranscriptWriter) -> TurnO
         writer.close("the harness failed", stop_reason="error", error=error)
         raise BackendError(error)
     stop = data.get("stopReason")
+    error = {
+        "cancelled": f'ACP harness "{harness.id}" cancelled the turn',
+        "refusal": f'ACP harness "{harness.id}" refused the task (stopReason refusal)',
+    }.get(str(stop), "")
     writer.close(
         f"the turn ended ({stop}) before the tool call finished",
         stop_reason=STOP_REASONS.get(str(stop), "stop"),
+        error=error if stop == "refusal" else "",
     )
-    if stop == "cancelled":
-        raise BackendError(f'ACP harness "{harness.id}" cancelled the turn')
-    if stop == "refusal":
-        raise BackendError(f'ACP harness "{harness.id}" refused the task (stopReason refusal)')
+    if error:
+        raise BackendError(error)
     mapper = writer.mapper
     return AcpTurnOutput(
         messages=[],

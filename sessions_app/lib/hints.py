@@ -25,6 +25,7 @@ import os
 import queue
 import threading
 import uuid
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -75,9 +76,9 @@ def publish_delta(session_pk: int, payload: dict) -> None:
         _Publisher.get().put(_Delta(session_pk, payload))
 
 
-class _Delta(tuple):
-    def __new__(cls, session_pk: int, payload: dict):
-        return super().__new__(cls, (session_pk, payload))
+class _Delta(NamedTuple):
+    session_pk: int
+    payload: dict
 
 
 def publish(hints: list[tuple]) -> None:
