@@ -27,8 +27,8 @@ from django.db import transaction
 
 from openclaw_common import keys
 
-from .. import sanitize, store
-from ..live import hints
+from .. import store
+from ..lib import hints, sanitize
 from ..models import GatewayConfig, Session
 from ..transcript import tool_result_message
 
