@@ -63,7 +63,7 @@ class StrictJSONParser(BaseParser):
             raw = stream.read() if limit is None else stream.read(limit + 1)
         if limit is not None and len(raw) > limit:
             raise RequestDataTooBig(http.TOO_LARGE)
-        return http.decode_json(raw)
+        return http.decode_json_object(raw)
 
 
 class FastJSONRenderer(JSONRenderer):

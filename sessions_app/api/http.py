@@ -3,7 +3,8 @@ resources) authenticates, reads its body, resolves the requester and reports err
 answer alike: `{"ok": false, "error": {"type", "message"}}` with the right status.
 
 - `endpoint(*methods)`: the decorator of the plain async views (method, key, errors).
-- `read_json_object()` / `decode_json()`: the body, under the size limit, as strict JSON.
+- `read_json_object()` / `decode_json_object()`: the body, under the size limit, as a strict JSON
+  object (what every JSON body on the API is; `null`, a list, a string or a number is a 400).
 - `requester()`: the session the key acts as (`X-OpenClaw-Session-Key`, default its main session).
 - `error_response()`: a domain error, an oversized body or an unreachable database as a response;
   the DRF exception handler (api/drf.py) calls it too.
@@ -148,6 +149,19 @@ def decode_json(raw: bytes) -> Any:
     return data
 
 
+NOT_AN_OBJECT = "request body must be a JSON object"
+
+
+def decode_json_object(raw: bytes) -> dict:
+    """decode_json, and the top level must be an object: every JSON body on the API is one, so
+    the readers (this edge's and DRF's parser, api/drf.py) refuse anything else before a view
+    can call `.get` on `null`."""
+    body = decode_json(raw)
+    if not isinstance(body, dict):
+        raise InvalidArgument(NOT_AN_OBJECT)
+    return body
+
+
 def check_size(declared_length: str | None) -> None:
     """Refuse a body whose declared length is over the limit before reading it."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -164,10 +178,7 @@ def read_json_object(request) -> dict:
     """The request's body: a JSON object under the size limit. Raises InvalidArgument or
     RequestDataTooBig (Django's own check, for a body without a declared length)."""
     check_size(request.META.get("CONTENT_LENGTH"))
-    body = decode_json(request.body)
-    if not isinstance(body, dict):
-        raise InvalidArgument("request body must be a JSON object")
-    return body
+    return decode_json_object(request.body)
 
 
 # --- who is calling -------------------------------------------------------------------------

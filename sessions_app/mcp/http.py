@@ -20,6 +20,7 @@ router and daphne need no lifespan support.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from typing import Any
 
@@ -35,7 +36,7 @@ from openclaw_common.errors import Unauthenticated
 
 from ..access.identity import Requester, requester_for
 from ..api import gate, ratelimit
-from ..api.http import TOO_LARGE, check_size, error_json, error_response
+from ..api.http import TOO_LARGE, check_size, error_json, error_response, json_response
 from .server import build_server, in_thread
 
 SESSION_HEADER = "x-openclaw-session-key"
@@ -57,7 +58,8 @@ async def http_caller(ctx: ServerRequestContext[Any, Any]) -> Requester:
 async def read_body(scope, receive):
     """The request's body read whole under DATA_UPLOAD_MAX_MEMORY_SIZE, as the API reads its
     bodies (http.check_size on the declared length, then the length actually received, for a
-    body sent without one), and a `receive` that hands it on. Raises RequestDataTooBig.
+    body sent without one), and a `receive` that hands it on. Raises RequestDataTooBig, or
+    NotAMessage for JSON that is not an object.
 
     The setting is read per request, not given to the SDK's session manager (built once per
     event loop), whose own limit is fixed at 4 MiB: below the API's 8 MiB default."""
@@ -77,12 +79,42 @@ async def read_body(scope, receive):
         if not message.get("more_body", False):
             complete = True
             break
+    if complete:
+        check_message(bytes(body))
     queued = [{"type": "http.request", "body": bytes(body), "more_body": not complete}, *after]
 
     async def replay():
         return queued.pop(0) if queued else await receive()
 
     return replay
+
+
+INVALID_REQUEST = -32600  # JSON-RPC 2.0's code for JSON that is not a request object
+
+
+class NotAMessage(ValueError):
+    pass
+
+
+def check_message(body: bytes) -> None:
+    """Raise NotAMessage for a body that is JSON but not an object (`null`, a list, a string, a
+    number). The SDK would answer those with -32602 "Invalid params" and pydantic's report of
+    four union members; JSON-RPC 2.0 calls them an Invalid Request, and the REST ways in refuse
+    the same bodies alike (api/http.decode_json_object). MCP has no batches since 2025-06-18,
+    so a list is no exception. Only a body that does not start with `{` is parsed here."""
+    head = body.lstrip()[:1]
+    if not head or head == b"{":
+        return
+    try:
+        json.loads(body)
+    except (ValueError, RecursionError):
+        return  # not JSON at all: the SDK's parse error (-32700) says so
+    raise NotAMessage("Invalid Request: the body must be a JSON-RPC message, a JSON object")
+
+
+def invalid_request(message: str) -> HttpResponse:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
+    return json_response(body, 400)
 
 
 def _header(scope, name: bytes) -> str | None:
@@ -106,6 +138,8 @@ def refusal(exc: BaseException) -> HttpResponse | None:
     ratelimit.too_many's, as in the DRF resources' exception handler (api/drf.py)."""
     if isinstance(exc, ratelimit.RateLimited):
         return ratelimit.too_many(exc)
+    if isinstance(exc, NotAMessage):
+        return invalid_request(str(exc))
     return error_response(exc)
 
 

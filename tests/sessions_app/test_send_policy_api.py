@@ -195,7 +195,7 @@ def test_dry_run_lists_the_sessions_a_rule_set_would_block(operator):
     [
         ("post", POLICIES, {"action": "deny", "id": 4}, "id is given by the server"),
         ("post", POLICIES, {"match": {}}, 'Action: must be "allow" or "deny"'),
-        ("post", POLICIES, [], "rule must be an object"),
+        ("post", POLICIES, [], "request body must be a JSON object"),
         ("post", POLICIES, {"action": "deny", "position": -1}, "Position"),
         ("patch", POLICIES, {}, "body must set one of"),
         ("patch", POLICIES, {"enabled": "yes"}, "enabled must be true or false"),
