@@ -7,6 +7,7 @@ Prefetch over whole transcripts (stack.md §7.2).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from functools import reduce
@@ -23,6 +24,8 @@ from openclaw_common.dbstep import db_step
 from .lib import jsontext, rawsql, sanitize
 from .models import Message, Session
 from .storage import cold_storage, jsonl_format
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .rows import SessionRow
@@ -406,18 +409,35 @@ class ExportCursor:
         lines = []
         for row in rows:
             entry_id = f"{row.seq:08x}"
-            data = Message.transcript_from_values(*row[:_TRANSCRIPT_WIDTH])
-            # redact_needed False: known to hold nothing credential-like.
-            if not self.raw and row.redact_needed is not False:
-                data = sanitize.redact_message(data)[0]
             entry = {
                 "type": "message",
                 "id": entry_id,
                 "parentId": self.parent,
                 "timestamp": jsonl_format.iso(row.timestamp),
-                "message": data,
             }
-            lines.append(orjson.dumps(entry))
+            lines.append(self._line(entry, row))
             self.parent = entry_id
         self.after = rows[-1].seq
         return b"\n".join(lines).decode() + "\n"
+
+    def _line(self, entry: dict, row: MessageRow) -> bytes:
+        """One entry's line. Encoded as history's answer is (jsontext.dumps_bytes: orjson, and
+        the standard library for what orjson refuses, such as nesting past its 255 levels, stored
+        before the depth limit). A row even that cannot encode is a placeholder: the headers are
+        already sent, so raising here would cut the download mid-stream (issue 28)."""
+        try:
+            data = Message.transcript_from_values(*row[:_TRANSCRIPT_WIDTH])
+            # redact_needed False: known to hold nothing credential-like.
+            if not self.raw and row.redact_needed is not False:
+                data = sanitize.redact_message(data)[0]
+            return jsontext.dumps_bytes({**entry, "message": data})
+        except (RecursionError, TypeError, ValueError) as exc:
+            log.warning(
+                "export: message %s of session %s not encodable: %s", row.seq, self.session_id, exc
+            )
+            placeholder = {
+                "role": row.role,
+                "content": [{"type": "text", "text": sanitize.NOT_ENCODABLE_PLACEHOLDER}],
+                "timestamp": row.timestamp,
+            }
+            return orjson.dumps({**entry, "message": placeholder})

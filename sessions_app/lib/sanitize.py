@@ -16,6 +16,8 @@ TEXT_LIMIT = 4000
 TRUNCATION_SUFFIX = "\n…(truncated)…"
 MAX_BYTES = 80 * 1024
 TOO_LARGE_PLACEHOLDER = "[sessions_history omitted: message too large]"
+# A stored message no encoder can write as JSON (the live hub's events, the JSONL export).
+NOT_ENCODABLE_PLACEHOLDER = "[sessions_history omitted: message could not be encoded]"
 _DROPPED_KEYS = ("details", "usage", "cost")
 _TEXT_FIELDS = ("text", "thinking", "partialJson")
 

@@ -617,7 +617,7 @@ def _message_events(
     return out
 
 
-NOT_ENCODABLE_PLACEHOLDER = "[sessions_history omitted: message could not be encoded]"
+NOT_ENCODABLE_PLACEHOLDER = sanitize.NOT_ENCODABLE_PLACEHOLDER
 
 
 def _placeholder(session_key: str, seq: int, role: str | None, text: str) -> bytes:
