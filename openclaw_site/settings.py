@@ -212,6 +212,9 @@ elif (
         # ridden out within it).
         "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "10")),
     }
+    # A pooled connection is checked as it is lent, and a dead one (PostgreSQL restarted)
+    # replaces them all without the pool's backoff sleeps (openclaw_site/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "openclaw_site.postgresql"
 if IN_QCLUSTER:
     # A worker runs one task after another: keep its connection instead of opening one per task
     # (on PostgreSQL a new backend costs ~9 ms plus a cold catalog cache, per task). The cluster

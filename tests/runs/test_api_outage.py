@@ -6,6 +6,8 @@ waits 1 s for a connection (DB_POOL_TIMEOUT) instead of 10, to keep the test sho
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from django.db import connection
 
@@ -101,3 +103,25 @@ def test_pages_answer_a_503_page_with_retry_after_during_an_outage(server):
         assert headers.get("retry-after") == "1", path
         assert headers.get("content-type", "").startswith("text/html"), path
         assert b"The database is busy or unreachable" in response.body, path
+
+
+POOLED = 4  # connections the server's pool holds when the database goes away
+
+
+def test_no_request_is_a_503_once_the_database_is_back(server):
+    """The pool checks a connection before lending it (CONN_HEALTH_CHECKS): after a restart
+    every pooled connection is dead, and each used to cost one request a 503 (issue 28)."""
+    token = ApiKey.generate(scope=ApiKey.OPERATOR)[1]
+
+    def sessions(_):
+        return server.request("GET", "/api/v1/sessions/", token=token).status
+
+    with ThreadPoolExecutor(POOLED) as pool:  # requests at once, so the pool holds several
+        assert list(pool.map(sessions, range(POOLED))) == [200] * POOLED
+    with database_refuses_connections():  # the server's connections are terminated
+        pass
+    answers = [
+        (path, server.request(method, path, body=body, token=token, headers=headers).status)
+        for method, path, body, headers in REQUESTS * 2
+    ]
+    assert all(status in (200, 404) for _, status in answers), answers
