@@ -24,7 +24,7 @@ from openclaw_common import keys, taskqueue
 from policies_app.send_policy import check_send, send_blocked_error
 
 from ..models import ChannelConfig, Delivery
-from .adapters import ADAPTERS, DeliveryFailed
+from .adapters import ADAPTERS, DeliveryFailed, DeliveryRefused
 from .targets import DeliveryTarget, announce_target
 
 logger = logging.getLogger("openclaw.delivery")
@@ -124,7 +124,8 @@ def deliver(delivery_id: int, *, now: datetime | None = None) -> str | None:
     Idempotent: the attempt is claimed with a conditional UPDATE, so a redelivered task, a
     second worker or the sweep find nothing to do while it is in flight or once it is done.
     A failed attempt is scheduled again with backoff (never a sleep in the worker) until
-    `max_attempts`, then the row ends `failed`. Returns the row's status, or None if the
+    `max_attempts`, then the row ends `failed`; a refused one (DeliveryRefused: the outbound
+    policy) ends `failed` at once. Returns the row's status, or None if the
     attempt was not ours to make.
     """
     now = now or timezone.now()
@@ -136,6 +137,9 @@ def deliver(delivery_id: int, *, now: datetime | None = None) -> str | None:
         if adapter is None:
             raise DeliveryFailed(f"unknown adapter {delivery.adapter!r}")
         adapter().send(delivery)
+    except DeliveryRefused as exc:
+        logger.warning("delivery %s refused, not retried: %s", delivery.pk, exc)
+        delivery.mark_failed_attempt(str(exc), now=now, final=True)
     except DeliveryFailed as exc:
         logger.warning("delivery %s attempt %s failed: %s", delivery.pk, delivery.attempts, exc)
         delivery.mark_failed_attempt(str(exc), now=now)

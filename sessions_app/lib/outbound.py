@@ -68,6 +68,11 @@ class OutboundRefused(Exception):
     """The destination is not one the deployment allows (the message says why, no body)."""
 
 
+class Unresolved(OutboundRefused):
+    """The host's name did not resolve: unlike the other refusals, a later try may pass (the
+    resolver was down), so a delivery is retried (delivery/adapters/webhook.py)."""
+
+
 class OutboundFailed(Exception):
     """The request was made (or tried) and did not succeed; the message is safe to show."""
 
@@ -219,13 +224,13 @@ def check_url(url: str) -> Target:
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise OutboundRefused(f"cannot resolve {host}: {exc.__class__.__name__}") from None
+        raise Unresolved(f"cannot resolve {host}: {exc.__class__.__name__}") from None
     addresses = []
     for info in infos:
         raw = str(info[4][0]).split("%")[0]
         addresses.append(ipaddress.ip_address(raw))
     if not addresses:
-        raise OutboundRefused(f"cannot resolve {host}")
+        raise Unresolved(f"cannot resolve {host}")
     if not (allow_all or host.rstrip(".") in names):
         for address in addresses:
             if not _address_allowed(address, networks):

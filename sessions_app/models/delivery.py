@@ -199,13 +199,16 @@ class Delivery(models.Model):
             updated_at=now,
         )
 
-    def mark_failed_attempt(self, error: str, *, now: datetime | None = None) -> bool:
+    def mark_failed_attempt(
+        self, error: str, *, now: datetime | None = None, final: bool = False
+    ) -> bool:
         """Record a failed attempt: schedule the next one with backoff, or end as failed once
-        `max_attempts` attempts have been made. The error stays visible in `last_error`."""
+        `max_attempts` attempts have been made, or at once when `final` (no later attempt can
+        succeed). The error stays visible in `last_error`."""
         now = now or timezone.now()
         error = (error or "delivery failed")[: self.MAX_ERROR]
         expect = {"status": self.PENDING, "attempts": self.attempts}
-        if self.attempts >= self.max_attempts:
+        if final or self.attempts >= self.max_attempts:
             return self._transition(
                 expect=expect,
                 status=self.FAILED,

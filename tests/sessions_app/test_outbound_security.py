@@ -14,7 +14,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from openclaw_common.errors import InvalidArgument
-from sessions_app.delivery import deliver, enqueue_delivery, save_channel
+from sessions_app.delivery import deliver, enqueue_delivery, enqueue_webhook_event, save_channel
 from sessions_app.lib import outbound
 from sessions_app.models import Agent, ChannelConfig, Delivery
 from sessions_app.runs.backends import BackendError, TurnInput
@@ -378,13 +378,47 @@ def test_a_webhook_redirect_is_a_failed_attempt(agents, recorders):
     assert elsewhere.requests == []
 
 
+def assert_failed_at_once(delivery: Delivery) -> None:
+    """A refusal is the same on every attempt: `failed` after the first, none scheduled
+    (issue 28: it was retried as transient, five attempts over ~30 s)."""
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.FAILED
+    assert delivery.attempts == 1 and delivery.next_attempt_at is None
+    assert "OPENCLAW_OUTBOUND_ALLOW" in delivery.last_error
+
+
 def test_a_webhook_to_an_internal_address_is_refused_at_send_time(agents, recorders, no_allow):
     receiver = recorders((200, {}, b"ok"))
     delivery = delivery_to(f"{receiver.url}/hook")
-    deliver(delivery.pk)
-    delivery.refresh_from_db()
-    assert "OPENCLAW_OUTBOUND_ALLOW" in delivery.last_error
+    assert deliver(delivery.pk) == Delivery.FAILED
+    assert_failed_at_once(delivery)
     assert receiver.requests == []
+
+
+def test_a_completion_webhook_the_policy_refuses_is_failed_at_once(agents, recorders, no_allow):
+    receiver = recorders((200, {}, b"ok"))
+    # Saved while the deployment allowed it (saving checks it too), refused when sent.
+    Agent.objects.filter(pk="main").update(webhook_url=f"{receiver.url}/hook", webhook_secret="s")
+    session = make_session("agent:main:main")
+    with transaction.atomic():
+        delivery = enqueue_webhook_event(session=session, agent_id="main", event={"event": "x"})
+    assert deliver(delivery.pk) == Delivery.FAILED
+    assert_failed_at_once(delivery)
+    assert receiver.requests == []
+
+
+def test_a_name_that_does_not_resolve_is_retried(agents, no_allow, monkeypatch):
+    """Not a refusal: the resolver may be back on the next attempt."""
+
+    def resolve(host, port, **kwargs):
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", resolve)
+    delivery = delivery_to("https://hooks.example.com/hook")
+    assert deliver(delivery.pk) == Delivery.PENDING
+    delivery.refresh_from_db()
+    assert delivery.attempts == 1 and delivery.next_attempt_at is not None
+    assert delivery.last_error == "webhook unreachable: cannot resolve hooks.example.com: gaierror"
 
 
 def test_saving_a_webhook_channel_to_an_internal_address_is_refused(agents, no_allow):

@@ -9,7 +9,7 @@ the admin's select read this registry instead, and no migration is needed.
 from __future__ import annotations
 
 from .agent_webhook import AgentWebhook
-from .base import Adapter, DeliveryFailed
+from .base import Adapter, DeliveryFailed, DeliveryRefused
 from .log import Log
 from .webchat import Webchat
 from .webhook import Webhook
@@ -30,4 +30,11 @@ def choices() -> list[tuple[str, str]]:
     return [(name, name) for name in channel_adapters()]
 
 
-__all__ = ["ADAPTERS", "Adapter", "DeliveryFailed", "channel_adapters", "choices"]
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "DeliveryFailed",
+    "DeliveryRefused",
+    "channel_adapters",
+    "choices",
+]
