@@ -11,6 +11,7 @@
   reach (sessions_app/lib/outbound.py; README "Production mode").
 """
 
+import ipaddress
 import os
 import secrets
 import sys
@@ -401,6 +402,17 @@ OPENCLAW_API_UNCHECKED_LIMIT = int(os.environ.get("OPENCLAW_API_UNCHECKED_LIMIT"
 OPENCLAW_API_QUEUE_SECONDS = float(os.environ.get("OPENCLAW_API_QUEUE_SECONDS", "5"))
 OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
 OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
+# The proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated): a request from
+# one is keyed by the right-most address of that header outside them (sessions_app/lib/
+# client_address.py), so a proxy on another host does not make every user one address.
+OPENCLAW_TRUSTED_PROXIES = _env_list("OPENCLAW_TRUSTED_PROXIES", "")
+for _proxy in OPENCLAW_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"OPENCLAW_TRUSTED_PROXIES: {_proxy!r} is not an IP address or CIDR"
+        ) from None
 # The cache the counters live in: local memory (per process) unless CACHES names a shared one.
 OPENCLAW_LIMITS_CACHE = os.environ.get("OPENCLAW_LIMITS_CACHE", "default")
 OPENCLAW_MAX_JSON_DEPTH = int(os.environ.get("OPENCLAW_MAX_JSON_DEPTH", "64"))

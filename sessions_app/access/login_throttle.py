@@ -4,6 +4,8 @@ After `OPENCLAW_LOGIN_FAILURES` failed logins (default 5) for one username from 
 five times as many from one address whatever the username, further login POSTs from there are
 answered `429` with `Retry-After` until `OPENCLAW_LOGIN_LOCKOUT_SECONDS` (default 900) have passed
 since the first failure. A successful login clears the username's count. 0 failures turns it off.
+The address is the client's (sessions_app/lib/client_address.py): behind a proxy listed in
+`OPENCLAW_TRUSTED_PROXIES`, the one it reports, so its users are not all one address.
 
 Why not django-axes: it needs its own tables, an authentication backend placed first and a
 `request` in every `authenticate()` call (the project's tests and commands call it without one),
@@ -23,6 +25,8 @@ from django.conf import settings
 from django.core.cache import caches
 from django.http import HttpResponse
 
+from ..lib.client_address import client_address
+
 DEFAULT_FAILURES = 5
 DEFAULT_LOCKOUT_SECONDS = 900
 PER_ADDRESS_FACTOR = 5
@@ -41,7 +45,7 @@ def _cache():
 def _keys(request) -> list[tuple[str, int]]:
     """(cache key, limit) for the address and for the username at the address."""
     failures, _ = _limits()
-    address = request.META.get("REMOTE_ADDR") or "?"
+    address = client_address(request)
     username = str(request.POST.get("username", "")).strip().lower()
     digest = hashlib.sha256(f"{address}\n{username}".encode()).hexdigest()[:32]
     return [

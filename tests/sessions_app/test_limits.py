@@ -499,6 +499,60 @@ def test_one_address_trying_many_usernames_is_locked_out(settings, person):
     assert client.post("/accounts/login/", {"username": "u99", "password": "x"}).status_code == 429
 
 
+PROXY = {"REMOTE_ADDR": "10.0.0.5"}  # a proxy on another host
+
+
+def from_client(address: str, *, spoofed: str = "") -> dict:
+    """A login POST's headers as the proxy forwards it (a client may have written `spoofed`)."""
+    chain = f"{spoofed}, {address}" if spoofed else address
+    return {**PROXY, "HTTP_X_FORWARDED_FOR": chain}
+
+
+def test_behind_a_trusted_proxy_the_lockout_is_per_client_address(settings, person):
+    """Issue 28: behind a proxy every user shared its address, so 25 wrong passwords from one
+    locked every login. With the proxy trusted each client is its own address, and a client
+    cannot escape its lockout by writing addresses into the header."""
+    settings.OPENCLAW_LOGIN_FAILURES = 2  # per address: 10
+    settings.OPENCLAW_TRUSTED_PROXIES = ["10.0.0.5"]
+    guesser, colleague = Client(), Client()
+    for i in range(10):
+        forwarded = from_client("198.51.100.1", spoofed=f"192.0.2.{i}")
+        response = guesser.post(
+            "/accounts/login/", {"username": f"u{i}", "password": "x"}, **forwarded
+        )
+        assert response.status_code == 200
+    locked = guesser.post(
+        "/accounts/login/",
+        {"username": "u99", "password": "x"},
+        **from_client("198.51.100.1", spoofed="192.0.2.99"),
+    )
+    assert locked.status_code == 429
+    signed_in = colleague.post(
+        "/accounts/login/",
+        {"username": "vera", "password": "a long enough secret"},
+        **from_client("198.51.100.2"),
+    )
+    assert signed_in.status_code == 302
+
+
+def test_an_untrusted_peers_forwarded_for_is_ignored(settings, person):
+    settings.OPENCLAW_LOGIN_FAILURES = 2
+    settings.OPENCLAW_TRUSTED_PROXIES = []  # the default: the header means nothing
+    client = Client()
+    for i in range(10):
+        forwarded = from_client(f"198.51.100.{i}")  # a fresh "address" each time
+        assert (
+            client.post(
+                "/accounts/login/", {"username": f"u{i}", "password": "x"}, **forwarded
+            ).status_code
+            == 200
+        )
+    again = client.post(
+        "/accounts/login/", {"username": "u99", "password": "x"}, **from_client("198.51.100.99")
+    )
+    assert again.status_code == 429  # all from 10.0.0.5, as they were
+
+
 # --- passwords --------------------------------------------------------------------------------
 
 
