@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Field, Model
 
 from openclaw_common.errors import InvalidArgument
 
@@ -41,7 +42,16 @@ EVERYTHING_WARNING = "This deny rule matches every session: it blocks everything
 RULE_FIELDS = history.RULE_FIELDS  # the columns of a rule an editor sets
 RULE_KEYS = {"id", *RULE_FIELDS}
 MAX_POSITION = 2**31 - 1  # PositiveIntegerField on every backend
-MAX_CHANGE_NOTE = SendPolicyChange._meta.get_field("note").max_length
+
+
+def _max_length(model: type[Model], name: str) -> int:
+    """A text column's own limit."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.max_length is not None, name
+    return field.max_length
+
+
+MAX_CHANGE_NOTE = _max_length(SendPolicyChange, "note")
 
 
 def known_channels(configured: Iterable[str] = ()) -> list[str]:
@@ -105,7 +115,7 @@ def _text(label: str, name: str, value: Any) -> str:
     if "\x00" in value:
         raise InvalidArgument(f"{label}: must not contain NUL characters.")
     text = value.strip()
-    limit = SendPolicyRule._meta.get_field(name).max_length
+    limit = _max_length(SendPolicyRule, name)
     if len(text) > limit:
         raise InvalidArgument(f"{label}: at most {limit} characters (got {len(text)}).")
     return text

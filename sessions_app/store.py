@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Field
 
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, NotFound
@@ -216,7 +217,9 @@ def _non_negative_int(name: str, value: Any, *, maximum: int = 2**53 - 1) -> int
 
 def _max_length(column: str) -> int:
     """The Session column's own limit (PostgreSQL refuses longer text with a DataError)."""
-    return Session._meta.get_field(column).max_length
+    field = Session._meta.get_field(column)
+    assert isinstance(field, Field) and field.max_length is not None, column
+    return field.max_length
 
 
 def _bool(name: str, value: Any) -> bool | None:
@@ -410,11 +413,12 @@ def upsert_session(
 def _write_entry(
     changes: EntryChanges, *, settings: keys.KeySettings, touch: bool
 ) -> tuple[Session, bool]:
-    session = Session.objects.select_for_update().filter(key=changes.key).first()
-    created = session is None
-    if created:
+    existing = Session.objects.select_for_update().filter(key=changes.key).first()
+    created = existing is None
+    if existing is None:
         session = Session(key=changes.key, agent_id=changes.agent_id)
     else:
+        session = existing
         check_spawned_by_unchanged(session, changes.fields)
     if changes.session_id and changes.session_id != session.session_id:
         clash = Session.objects.filter(session_id=changes.session_id).exclude(key=changes.key)
@@ -581,11 +585,9 @@ def read_message(index: int, raw: Any) -> Message:
     if isinstance(content, str) and "\x00" in content:
         raise InvalidArgument(f"{where}.content must not contain NUL characters")
     timestamp = _non_negative_int(f"{where}.timestamp", raw.get("timestamp"), maximum=2**53 - 1)
-    provenance = raw.get("provenance")
-    if provenance is not None:
-        provenance = _object(f"{where}.provenance", provenance)
-        if provenance.get("kind") not in PROVENANCE_KINDS:
-            provenance = None  # unknown kinds are ignored, as OpenClaw does
+    provenance = _object(f"{where}.provenance", raw.get("provenance"))
+    if provenance is not None and provenance.get("kind") not in PROVENANCE_KINDS:
+        provenance = None  # unknown kinds are ignored, as OpenClaw does
     extra = {
         k: v
         for k, v in raw.items()

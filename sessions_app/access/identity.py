@@ -86,6 +86,7 @@ def requester_for(
 
     if api_key.scope == ApiKey.AGENT:
         own_agent = api_key.agent_id
+        assert own_agent is not None  # apikey_agent_scope_has_agent: an agent key has its agent
         if agent_id is not None and agent_id != own_agent:
             raise AccessDenied(f"This API key belongs to agent {own_agent}, not {agent_id}")
         agent_id = own_agent
@@ -143,7 +144,7 @@ def _agent_sandboxed(
 ) -> bool | None:
     """Whether agent `agent_id` is sandboxed; None when there is no such agent. The key's own
     agent and the default agent (`default`: as authenticate() read it) need no query."""
-    if api_key.agent_id == agent_id:
+    if api_key.agent_id == agent_id and api_key.agent is not None:
         return bool(api_key.agent.sandboxed)
     if default is not None and default[0] == agent_id:
         return default[1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
@@ -15,8 +15,15 @@ from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
+if TYPE_CHECKING:
+    # A mixin here always goes before admin.ModelAdmin in the bases, so mypy reads it as one:
+    # its self.model, super().changelist_view() etc. are the ModelAdmin's.
+    ModelAdminMixin = admin.ModelAdmin[Any]
+else:
+    ModelAdminMixin = object
 
-class ActionsNeedChangeMixin:
+
+class ActionsNeedChangeMixin(ModelAdminMixin):
     """A POSTed list action from a user without change permission is refused outright (403),
     rather than answered with Django's "No action selected" redirect."""
 
@@ -54,7 +61,7 @@ class RowAction:
     method: str = "POST"  # GET only for downloads; everything that changes a row is a POST
 
 
-class RowActionsMixin:
+class RowActionsMixin(ModelAdminMixin):
     """URLs for `row_actions`, each allowed only to users with change permission on the row."""
 
     row_actions: tuple[RowAction, ...] = ()

@@ -32,7 +32,13 @@ from ..runs import control, engine
 from ..runs import model_catalog as catalog
 from ..runs.backends import TurnInput, get_backend
 from ..storage import cold_storage
-from .actions import ActionsNeedChangeMixin, RowAction, RowActionsMixin, each_row_action
+from .actions import (
+    ActionsNeedChangeMixin,
+    ModelAdminMixin,
+    RowAction,
+    RowActionsMixin,
+    each_row_action,
+)
 from .forms import AgentForm, ApiKeyCreateForm, GatewayConfigForm
 from .retention import retention_view
 from .singleton import SingletonAdminMixin
@@ -52,7 +58,7 @@ def ms_to_datetime(ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-class ReadOnlyChangePageMixin:
+class ReadOnlyChangePageMixin(ModelAdminMixin):
     """A change page that only shows its row: no Save buttons, and a POST to it is refused."""
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -92,7 +98,8 @@ class ChoicesFilter(admin.SimpleListFilter):
         return [(value, label) for value, (label, _) in self.options.items()]
 
     def queryset(self, request, queryset):
-        option = self.options.get(self.value())
+        value = self.value()
+        option = self.options.get(value) if value is not None else None
         return option[1](queryset) if option else queryset
 
 
@@ -291,7 +298,10 @@ class SessionAdmin(ReadOnlyModelAdmin):
         cold_storage.ensure_hot(session)
         rows = Message.objects.filter(session=session).order_by("-seq")
         page = Paginator(rows, self.TRANSCRIPT_PAGE).get_page(page_number)
-        page.entries = [transcript_entry(message) for message in page.object_list]
+        # The template reads the prepared entries beside the page's own attributes.
+        page.entries = [  # type: ignore[attr-defined]
+            transcript_entry(message) for message in page.object_list
+        ]
         return page
 
     @staticmethod
@@ -616,7 +626,7 @@ class GatewayConfigAdmin(SingletonAdminMixin, admin.ModelAdmin):
 # --- API keys -------------------------------------------------------------------------------
 
 
-API_KEY_COLUMNS = [
+API_KEY_COLUMNS = (
     "lookup_prefix",
     "name",
     "scope",
@@ -626,7 +636,7 @@ API_KEY_COLUMNS = [
     "created_at",
     "last_used_at",
     "revoked_at",
-]
+)
 
 
 @admin.register(ApiKey)

@@ -38,7 +38,8 @@ class ChannelConfigForm(forms.ModelForm):
         return (self.cleaned_data.get("channel") or "").strip().lower()
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what ModelForm.clean() returns, typed as never None
         try:
             channels.check_webhook_url(cleaned.get("adapter"), cleaned.get("webhook_url"))
         except InvalidArgument as exc:

@@ -19,9 +19,10 @@ from ..access.identity import api_key_fields
 from ..manage import config
 from ..manage.agents import clean_backend, clean_subagent_settings, clean_webhook
 from ..models import Agent, ApiKey, GatewayConfig
+from .actions import ModelAdminMixin
 
 
-def split_list(text: str) -> list[str]:
+def split_list(text: str | None) -> list[str]:
     """ "a, b\nc" -> ["a", "b", "c"] (lists are edited as comma- or line-separated text)."""
     return [part.strip() for part in (text or "").replace("\n", ",").split(",") if part.strip()]
 
@@ -182,7 +183,8 @@ class GatewayConfigForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for setting in config.SETTINGS:
-            common = {"label": setting.path, "help_text": setting_help(setting)}
+            common: dict[str, Any] = {"label": setting.path, "help_text": setting_help(setting)}
+            field: forms.Field
             if setting.kind == "bool":
                 field = forms.BooleanField(required=False, **common)
             elif setting.kind == "int":
@@ -200,7 +202,8 @@ class GatewayConfigForm(forms.ModelForm):
             self.fields[setting.field] = field
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what ModelForm.clean() returns, typed as never None
         for setting in config.SETTINGS:
             if setting.field not in cleaned:
                 continue  # the field already has an error
@@ -233,9 +236,10 @@ class ApiKeyCreateForm(forms.ModelForm):
     def clean(self):
         """identity.api_key_fields decides, as for `create_api_key`; `key_fields` is what
         ApiKey.generate gets (the pinned session in canonical form)."""
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what ModelForm.clean() returns, typed as never None
         if not self.errors:
-            given = {name: cleaned.get(name) for name in self.Meta.fields}
+            given: dict[str, Any] = {name: cleaned.get(name) for name in self.Meta.fields}
             try:
                 self.key_fields = api_key_fields(
                     **{k: v for k, v in given.items() if v not in (None, "")}
@@ -245,7 +249,7 @@ class ApiKeyCreateForm(forms.ModelForm):
         return cleaned
 
 
-class RefusedSaveMixin:
+class RefusedSaveMixin(ModelAdminMixin):
     """For a ModelAdmin whose save calls a function that may refuse (InvalidArgument): the forms
     passed but the function refused (a rule or row another operator changed meanwhile). Django's
     transaction for the save is rolled back, and the page says why instead of a server error."""

@@ -28,7 +28,8 @@ PICK_LIMIT = 50
 
 class SendPolicyRuleFormSet(BaseInlineFormSet):
     def _construct_form(self, i, **kwargs):
-        form = super()._construct_form(i, **kwargs)
+        # A private hook of BaseFormSet that django-stubs does not declare.
+        form = super()._construct_form(i, **kwargs)  # type: ignore[misc]
         if not self.is_bound and i >= self.initial_form_count():
             # A blank row goes after the saved rules (1, 2, 3… as the preview numbers them),
             # not first with the model's default 0.

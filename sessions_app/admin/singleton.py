@@ -10,8 +10,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
+from .actions import ModelAdminMixin
 
-class SingletonAdminMixin:
+
+class SingletonAdminMixin(ModelAdminMixin):
     """Put before `admin.ModelAdmin` in the bases."""
 
     def has_add_permission(self, request):

@@ -60,7 +60,7 @@ def save_channel(
     return row
 
 
-def check_webhook_url(adapter: str, webhook_url: str) -> None:
+def check_webhook_url(adapter: str | None, webhook_url: str | None) -> None:
     """A webhook channel needs somewhere to send to (the admin form shows this on its field)."""
     if adapter == ChannelConfig.WEBHOOK and not webhook_url:
         raise InvalidArgument("A webhook channel needs a webhook URL.")

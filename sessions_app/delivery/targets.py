@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.db.models import Field
+
 from openclaw_common import keys
 
 from ..models import Delivery
@@ -90,6 +92,12 @@ def _fits(target: DeliveryTarget) -> bool:
     # A recipient cut to fit its column would route elsewhere, so one that does not fit is no
     # route at all (and a DataError on PostgreSQL would break the caller's transaction).
     return all(
-        len(getattr(target, name)) <= Delivery._meta.get_field(name).max_length
+        len(getattr(target, name)) <= _max_length(name)
         for name in ("channel", "to", "account_id", "thread_id")
     )
+
+
+def _max_length(column: str) -> int:
+    field = Delivery._meta.get_field(column)
+    assert isinstance(field, Field) and field.max_length is not None, column
+    return field.max_length

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Field
 
 from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument
@@ -39,7 +40,9 @@ class Setting:
 
     @property
     def default(self):
-        return GatewayConfig._meta.get_field(self.field).get_default()
+        field = GatewayConfig._meta.get_field(self.field)
+        assert isinstance(field, Field), self.field  # a column of the row
+        return field.get_default()
 
 
 def _tool_policy(value: Any) -> dict:

@@ -453,8 +453,8 @@ def read_transcript(path: Path, *, on_skip: Callable[[Problem], None]) -> Iterat
     with open_regular(path) as f:
         for number, raw in enumerate(_bounded_lines(f, limit), start=1):
             if raw is None:
-                reason = f"line longer than {limit} bytes (IMPORT_MAX_LINE_BYTES); skipped"
-                on_skip(Problem(path, reason, number))
+                too_long = f"line longer than {limit} bytes (IMPORT_MAX_LINE_BYTES); skipped"
+                on_skip(Problem(path, too_long, number))
                 continue
             message, reason = _line_message(raw, first=number == 1)
             if reason is not None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -393,7 +393,7 @@ def cold_candidates(idle_before: datetime, *, limit: int | None = None) -> list[
     return list(pks[:limit] if limit else pks)
 
 
-def preview_rows(pks: list[int], limit: int = PREVIEW_ROWS) -> list[dict[str, Any]]:
+def preview_rows(pks: list[int], limit: int = PREVIEW_ROWS) -> list[Mapping[str, Any]]:
     """The first sessions of a tier, for the admin preview and the CLI's dry run."""
     rows = Session.objects.filter(pk__in=pks[:limit]).values(
         "pk", "key", "updated_at", "last_seq", "archived_at"

@@ -128,7 +128,7 @@ def read_enabled(raw: Any) -> bool:
     return raw
 
 
-def read_openclaw(value: Any) -> dict | None:
+def read_openclaw(value: Any) -> dict[str, Any]:
     """A `session.sendPolicy` config value → {enabled, default, rules}; null resets it."""
     if value is None:
         return {"enabled": False, "default": policy.ALLOW, "rules": []}
@@ -222,7 +222,9 @@ def create_rule(*, api_key: ApiKey, body: Any) -> dict:
     before = {r["id"] for r in saved}
     result = save(api_key=api_key, rules=[*saved, rule])
     added = SendPolicyRule.objects.filter(policy=result.policy).exclude(pk__in=before)
-    return rule_as_dict(added.order_by("-id").first())
+    created = added.order_by("-id").first()
+    assert created is not None  # save() inserts a rule given without an id
+    return rule_as_dict(created)
 
 
 def update_rule(*, api_key: ApiKey, rule_id: int, body: Any) -> dict:

@@ -38,6 +38,7 @@ def preview(key_or_session: str | Session, config: SendPolicy) -> dict:
     decided, or None), `reason`, `channel`, `chat_type`; or just `key` and `error` when the key
     is not a valid session key.
     """
+    session: Session | None
     if isinstance(key_or_session, Session):
         session, key = key_or_session, key_or_session.key
     else:
@@ -95,7 +96,8 @@ def blocked_sessions(
     if limit:
         active = active.order_by("key")  # the listed ones are the first by key
     rows = active.values_list("key", "channel", "last_channel", "chat_type", "send_policy")
-    blocked, listed = 0, []
+    blocked = 0
+    listed: list[dict] = []
     for key, channel, last_channel, chat_type, override in rows.iterator(chunk_size=COUNT_CHUNK):
         decision = _decide(
             config,
