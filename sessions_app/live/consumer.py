@@ -34,7 +34,7 @@ from django.http.request import split_domain_port, validate_host
 from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Unauthenticated
 
-from ..access.identity import requester_for, requester_for_user
+from ..access.identity import Requester, requester_for, requester_for_user
 from ..access.resolve import canonical_for, resolve_session
 from ..api import door, gate, ratelimit
 from ..lib.args import closed
@@ -87,6 +87,20 @@ class Connection:
         self.auth_kind = ""
         self.credential: str | None = None  # an API key's Authorization, admitted per request
 
+    @property
+    def requester(self) -> Requester:
+        """Who the client is. call() lets no method but `connect` run before it is known, and
+        `connect` authenticates first."""
+        requester = self.subscriber.requester
+        assert requester is not None
+        return requester
+
+    @property
+    def joined_hub(self) -> Hub:
+        """The hub serve() joined before the read loop hands over any request."""
+        assert self.hub is not None
+        return self.hub
+
     # --- lifecycle ----------------------------------------------------------------------------
 
     async def serve(self) -> None:
@@ -111,16 +125,13 @@ class Connection:
         # socket is so stuck that even that cannot go out, stop waiting after a grace period.
         self.subscriber.on_close = lambda: loop.call_later(CLOSE_GRACE_SECONDS, writer.cancel)
         timers = []
+
+        def auth_timed_out() -> None:
+            if self.subscriber.requester is None:
+                self.subscriber.close(UNAUTHORIZED, "authentication timed out")
+
         if self.subscriber.requester is None:
-            timers.append(
-                loop.call_later(
-                    limits.get("AUTH_TIMEOUT_SECONDS"),
-                    lambda: (
-                        self.subscriber.requester is None
-                        and self.subscriber.close(UNAUTHORIZED, "authentication timed out")
-                    ),
-                )
-            )
+            timers.append(loop.call_later(limits.get("AUTH_TIMEOUT_SECONDS"), auth_timed_out))
         try:
             done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
             if writer in done and not reader.done():
@@ -297,7 +308,7 @@ class Connection:
         except RequestError as exc:
             self.respond(request_id, error={"code": exc.code, "message": exc.message})
         except ToolError as exc:
-            error = {"code": exc.error_type, "message": exc.message}
+            error: dict[str, Any] = {"code": exc.error_type, "message": exc.message}
             if exc.details:
                 error["details"] = exc.details  # 9.6's {code, message, details?} frame
             self.respond(request_id, error=error)
@@ -354,7 +365,7 @@ class Connection:
             if session_key is not None and not isinstance(session_key, str):
                 raise InvalidArgument("sessionKey must be a string")
             await self.authenticate_key(f"Bearer {token}", session_key)
-        requester = self.subscriber.requester
+        requester = self.requester
         return {
             "type": "hello-ok",
             "auth": self.auth_kind,
@@ -375,13 +386,13 @@ class Connection:
         only(params, set())
         if not self.subscriber.follows_changes:
             self.check_room()
-            self.hub.follow_changes(self.subscriber)
+            self.joined_hub.follow_changes(self.subscriber)
         return {"subscribed": True}
 
     async def sessions_unsubscribe(self, params: dict) -> dict:
         only(params, set())
         was = self.subscriber.follows_changes
-        self.hub.follow_changes(self.subscriber, False)
+        self.joined_hub.follow_changes(self.subscriber, False)
         return {"unsubscribed": was}
 
     async def messages_subscribe(self, params: dict) -> dict:
@@ -395,7 +406,7 @@ class Connection:
         include_tools = params.get("includeTools", True)
         if not isinstance(include_tools, bool):
             raise InvalidArgument("includeTools must be a boolean")
-        requester = self.subscriber.requester
+        requester = self.requester
         session = await in_thread(resolve_session)(requester, raw, action="history")
         if since is not None:  # replays from `since`: those rows must be in the database
             await in_thread(cold_storage.ensure_hot)(session)
@@ -403,15 +414,17 @@ class Connection:
             self.check_room()
         display = keys.display_key(session.key, requester.key_settings)
         cursor = session.last_seq if since is None else since
-        self.hub.follow(self.subscriber, Followed.of(session, display, cursor, include_tools))
+        self.joined_hub.follow(
+            self.subscriber, Followed.of(session, display, cursor, include_tools)
+        )
         return {"key": display, "lastSeq": session.last_seq}
 
     async def messages_unsubscribe(self, params: dict) -> dict:
         only(params, {"key"})
-        canonical = canonical_for(self.subscriber.requester, key_param(params))
+        canonical = canonical_for(self.requester, key_param(params))
         for pk, followed in list(self.subscriber.followed.items()):
             if followed.canonical == canonical:
-                self.hub.unfollow(self.subscriber, pk)
+                self.joined_hub.unfollow(self.subscriber, pk)
                 return {"key": followed.key, "unsubscribed": True}
         return {"key": params["key"], "unsubscribed": False}
 
@@ -422,7 +435,7 @@ def tool_rpc(name: str):
 
     async def call(connection: Connection, params: dict) -> dict:
         return await TOOLS.invoke(
-            name, requester=connection.subscriber.requester, args=params, in_thread=in_thread
+            name, requester=connection.requester, args=params, in_thread=in_thread
         )
 
     return call

@@ -26,7 +26,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 from django.conf import settings
@@ -373,9 +373,12 @@ class Hub:
         return bool(self.subscribers) and time.monotonic() >= self.next_auth_check
 
     def _auth_targets(self) -> tuple[set[int], set[int], set[str]]:
-        keyed = [s for s in self.subscribers if s.api_key_id is not None]
-        key_ids = {s.api_key_id for s in keyed}
-        agent_ids = {s.requester.agent_id for s in keyed}
+        key_ids: set[int] = set()
+        agent_ids: set[str] = set()
+        for s in self.subscribers:
+            if s.api_key_id is not None and s.requester is not None:  # identified together
+                key_ids.add(s.api_key_id)
+                agent_ids.add(s.requester.agent_id)
         user_ids = {s.user_id for s in self.subscribers if s.user_id is not None}
         return key_ids, user_ids, agent_ids
 
@@ -399,10 +402,13 @@ class Access:
 
 def _recheck(subscriber: Subscriber, access: Access) -> None:
     key_ids, user_ids, agent_ids = access.asked
+    requester = subscriber.requester
+    if requester is None:
+        return  # not authenticated yet (identify() sets the key or user with the requester)
     if subscriber.user_id is not None and subscriber.user_id not in user_ids:
         return
     if subscriber.api_key_id is not None and (
-        subscriber.api_key_id not in key_ids or subscriber.requester.agent_id not in agent_ids
+        subscriber.api_key_id not in key_ids or requester.agent_id not in agent_ids
     ):
         return
     if subscriber.user_id is not None:
@@ -416,7 +422,6 @@ def _recheck(subscriber: Subscriber, access: Access) -> None:
     if subscriber.api_key_id not in access.key_sandboxed:
         subscriber.close(4401, "access revoked")
         return
-    requester = subscriber.requester
     sandboxed = access.key_sandboxed[subscriber.api_key_id] or access.agent_sandboxed.get(
         requester.agent_id, False
     )
@@ -480,7 +485,13 @@ def _read(
 ) -> dict:
     close_old_connections()
     try:
-        out = {"latest": {}, "messages": {}, "changes": [], "access": None, "children": []}
+        out: dict[str, Any] = {
+            "latest": {},
+            "messages": {},
+            "changes": [],
+            "access": None,
+            "children": [],
+        }
         if unknown:
             out["latest"] = dict(
                 Session.objects.filter(pk__in=list(unknown)).values_list("pk", "last_seq")
@@ -575,6 +586,8 @@ def child_state(task: subagent_tasks.Task) -> str:
 
 
 def _visible(subscriber: Subscriber, row: rows.SessionRow) -> bool:
+    # Only an identified client follows changes (Connection.call refuses the others first).
+    assert subscriber.policy is not None
     return can_list(
         subscriber.policy, key=row.key, agent_id=row.agent_id, spawned_by=row.spawned_by
     )
@@ -582,7 +595,7 @@ def _visible(subscriber: Subscriber, row: rows.SessionRow) -> bool:
 
 def _message_events(
     session_pk: int, after: int, limit: int, session_key: str | None
-) -> list[tuple[int, str, Event]]:
+) -> list[tuple[int, str | None, Event]]:
     """(seq, role, event) for messages after `after`: projected and sanitised once, as
     sessions_history does, and serialised once for every client."""
     found = transcript.message_rows(

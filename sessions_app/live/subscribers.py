@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..access import visibility
 from ..access.identity import Requester
 from . import limits
+
+if TYPE_CHECKING:
+    from .hub import Hub  # the hub imports this module
 
 
 @dataclass
@@ -60,10 +65,11 @@ class Subscriber:
     closing: Close | None = None
 
     def __post_init__(self):
-        self.outbox: asyncio.Queue = asyncio.Queue()
-        self.hub = None
-        self.policy = None
-        self.on_close = None  # the transport's hook, e.g. to stop waiting on a stuck socket
+        self.outbox: asyncio.Queue[Event | bytes | Close] = asyncio.Queue()
+        self.hub: Hub | None = None
+        self.policy: visibility.Policy | None = None
+        # The transport's hook, e.g. to stop waiting on a stuck socket.
+        self.on_close: Callable[[], object] | None = None
         if self.requester is not None:
             self.identify(self.requester, api_key_id=self.api_key_id, user_id=self.user_id)
 
@@ -104,7 +110,9 @@ class Subscriber:
         if self.closing is None:
             while not self.outbox.empty():
                 dropped = self.outbox.get_nowait()
-                followed = self.followed.get(getattr(dropped, "session_pk", None))
+                if not isinstance(dropped, Event) or dropped.session_pk is None:
+                    continue  # a response or a close: no cursor to move back
+                followed = self.followed.get(dropped.session_pk)
                 if followed is not None and dropped.message_seq is not None:
                     followed.cursor = min(followed.cursor, dropped.message_seq - 1)
             if say_resume and len(self.followed) == 1:
