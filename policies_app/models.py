@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import policy
+from .policy import Rule
 
 ACTIONS = [(policy.ALLOW, "allow"), (policy.DENY, "deny")]
 CHAT_TYPES = [("", "any"), ("direct", "direct"), ("group", "group"), ("channel", "channel")]
@@ -83,7 +84,7 @@ class SendPolicyRule(models.Model):
     def __str__(self):
         return f"{self.action} ({policy.describe(self.to_rule())})"
 
-    def to_rule(self) -> policy.Rule:
+    def to_rule(self) -> Rule:  # not policy.Rule: `policy` is the foreign key in this class
         return policy.Rule(
             action=self.action,
             channel=self.channel,

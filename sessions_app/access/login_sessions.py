@@ -15,4 +15,6 @@ from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionS
 class SessionStore(DatabaseSessionStore):
     def _validate_session_key(self, key):
         # Django issues keys of lowercase letters and digits (base.VALID_KEY_CHARS).
-        return bool(super()._validate_session_key(key)) and key.isascii() and key.isalnum()
+        # A private hook of SessionBase that django-stubs does not declare.
+        valid = bool(super()._validate_session_key(key))  # type: ignore[misc]
+        return valid and key.isascii() and key.isalnum()

@@ -7,6 +7,7 @@ credential-like text. Per page: keep the newest messages within 80 KiB of JSON.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -103,7 +104,7 @@ def redact(text: str) -> tuple[str, bool]:
     changed = False
     for pattern, group in _SECRET_PATTERNS:
         if pattern.search(text):
-            text = pattern.sub(lambda m, g=group: _mask_group(m, g), text)
+            text = pattern.sub(functools.partial(_mask_group, group=group), text)
             changed = True
     return text, changed
 
@@ -274,7 +275,7 @@ def cap_messages(messages: list[dict], max_bytes: int = MAX_BYTES) -> tuple[list
     kept = messages[start:]
     if total <= max_bytes:
         return kept, False, total
-    placeholder = {"role": "assistant", "content": TOO_LARGE_PLACEHOLDER}
+    placeholder: dict[str, Any] = {"role": "assistant", "content": TOO_LARGE_PLACEHOLDER}
     meta = kept[-1].get("__openclaw")
     if meta is not None:
         # It keeps the source's position and id (9.6 §4.2), nothing else of it.

@@ -788,7 +788,7 @@ class Run(models.Model):
     ) -> bool:
         assert status in self.FINISHED
         now = timezone.now()
-        values = {"status": status, "reply": reply, "error": error, "usage": usage}
+        values: dict[str, Any] = {"status": status, "reply": reply, "error": error, "usage": usage}
         values |= {"finished_at": now, "reply_seq": reply_seq}
         # Plain SQL (rawsql's docstring says why): every run ends here.
         changed = rawsql.update(

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from django import forms
+from django.forms.utils import ErrorDict
 
 from openclaw_common import keys
 
@@ -53,7 +54,11 @@ class ListFilterForm(forms.Form):
         required=False, min_value=1, max_value=MAX_ACTIVE_MINUTES, label="Active in last (min)"
     )
     archived = forms.ChoiceField(required=False, choices=ARCHIVED_CHOICES)
-    errors = forms.BooleanField(required=False, label="Has errors")
+    # The URL's `errors` filter. Django's form metaclass moves declared fields into base_fields,
+    # so on a form instance `errors` is still the error dict, which is what mypy is told.
+    errors: ErrorDict = forms.BooleanField(  # type: ignore[assignment]
+        required=False, label="Has errors"
+    )
     after = forms.CharField(required=False, max_length=40)
 
     def clean_channel(self) -> str:

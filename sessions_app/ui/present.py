@@ -11,6 +11,7 @@ import contextlib
 import json
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from django.urls import reverse
 
@@ -219,6 +220,7 @@ def metadata(data: dict) -> list[dict]:
     for name in METADATA_FIELDS:
         value = data.get(name)
         is_json = isinstance(value, dict | list)
+        shown: Any  # the value as the card shows it: JSON text, true/false, or as stored
         if is_json:
             shown = pretty_json(value)
         elif isinstance(value, bool):
@@ -272,7 +274,9 @@ def announce_card(text: str) -> dict | None:
 
 def image_mime(block: dict) -> str:
     """The MIME type an image block declares (OpenClaw's or Anthropic's field names)."""
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    source = block.get("source")
+    if not isinstance(source, dict):
+        source = {}
     return block.get("mimeType") or block.get("mediaType") or source.get("media_type") or ""
 
 

@@ -219,11 +219,11 @@ def messages_fragment(request, session: Session, settings: keys.KeySettings):
     """One page of messages as HTML: `before`, `after` or `around` a seq (at most one); none →
     the newest page. `limit` (≤ 200) only with `after`."""
     try:
-        given = {
+        parsed = {
             name: parse_seq(request.GET.get(name), name, minimum=0 if name == "after" else 1)
             for name in ("before", "after", "around")
         }
-        given = {name: value for name, value in given.items() if value is not None}
+        given = {name: value for name, value in parsed.items() if value is not None}
         if len(given) > 1:
             raise ValueError("give one of before, after, around")
         limit = parse_seq(request.GET.get("limit"), "limit") or queries.MESSAGE_PAGE
@@ -283,7 +283,9 @@ def image(request, session: Session, settings: keys.KeySettings, seq: int, index
     if not isinstance(block, dict) or block.get("type") != "image":
         return error_page(request, 404, "No such image.")
     mime = present.image_mime(block)
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    source = block.get("source")
+    if not isinstance(source, dict):
+        source = {}
     data = block.get("data") if isinstance(block.get("data"), str) else source.get("data")
     if mime not in present.IMAGE_TYPES or not isinstance(data, str):
         return error_page(request, 404, "No image data in this block.")
