@@ -68,11 +68,13 @@ class AgentModelsRefreshView(APIView):
             discovered = model_catalog.refresh_models(agent)
         except model_catalog.RefreshFailed as exc:
             return http.error_json(502, str(exc))
+        refreshed_at = agent.models_refreshed_at
+        assert refreshed_at is not None  # refresh_models() set it
         return Response(
             {
                 "id": agent.id,
                 "discovered": discovered,
                 "models": model_catalog.catalog(agent, GatewayConfig.load()),
-                "refreshedAt": int(agent.models_refreshed_at.timestamp() * 1000),
+                "refreshedAt": int(refreshed_at.timestamp() * 1000),
             }
         )

@@ -352,12 +352,13 @@ def operation(
 
 
 def _entry_field(kind: str) -> JSON:
-    return {
+    fields: dict[str, JSON] = {
         "str": {"type": "string"},
         "int": {"type": "integer", "minimum": 0},
         "bool": {"type": "boolean"},
         "obj": {"type": "object"},
-    }[kind]
+    }
+    return fields[kind]
 
 
 INGEST_ENTRY = {
@@ -532,7 +533,7 @@ _HEADER = {
 _RUN_ID = _path_parameter(
     "run_id", "The run's id, as runId in a send or spawn result.", format="uuid"
 )
-_SECURITY = [{"ApiKey": []}]
+_SECURITY: list[JSON] = [{"ApiKey": []}]
 
 SEND_BODY = obj(
     {
@@ -592,7 +593,7 @@ def plain_views() -> dict[str, dict[str, JSON]]:
                 "tags": ["sessions"],
                 "security": _SECURITY,
                 "parameters": [
-                    _path_parameter("key", SESSION_KEY_PATH.description),
+                    _path_parameter("key", str(SESSION_KEY_PATH.description)),
                     _HEADER,
                     {
                         "in": "header",

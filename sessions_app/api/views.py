@@ -369,8 +369,9 @@ class TranscriptBySessionIdView(TranscriptView):
             tags=("sessions",),
         )
     )
-    def get(self, request, session_id: str):
-        return super().get(request, session_id=session_id)
+    def get(self, request, key: str = "", session_id: str = ""):
+        # The parent's signature; this route gives only session_id.
+        return super().get(request, key=key, session_id=session_id)
 
 
 class SpawnView(APIView):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, overload
 
 from openclaw_common.errors import InvalidArgument
 
@@ -57,6 +57,15 @@ class Args:
     def has(self, name: str) -> bool:
         return name in self.raw and self.raw[name] is not None
 
+    # With an int default the result is never None.
+    @overload
+    def integer(
+        self, name: str, *, minimum: int = 0, default: int, maximum: int | None = None
+    ) -> int: ...
+    @overload
+    def integer(
+        self, name: str, *, minimum: int = 0, default: None = None, maximum: int | None = None
+    ) -> int | None: ...
     def integer(
         self, name: str, *, minimum: int = 0, default: int | None = None, maximum: int | None = None
     ) -> int | None:

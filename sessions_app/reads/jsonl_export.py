@@ -8,6 +8,8 @@ Django's test client) the plain generator is the streaming one.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 
@@ -23,6 +25,7 @@ def jsonl_response(
 ) -> StreamingHttpResponse:
     cold_storage.ensure_hot(session)  # before the response: a missing archive is an error page
     django_request = getattr(request, "_request", request)  # DRF wraps Django's request
+    content: Iterator[str] | AsyncIterator[str]
     if isinstance(django_request, ASGIRequest):
         content = transcript.export_jsonl_async(session, raw=raw)
     else:

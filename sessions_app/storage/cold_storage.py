@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 from django.conf import settings
@@ -104,7 +104,7 @@ def _suffix() -> str:
 
 
 @contextlib.contextmanager
-def _open_read(path: Path) -> Iterator[IO[bytes]]:
+def _open_read(path: Path) -> Iterator[io.BufferedIOBase]:
     if path.name.endswith(".zst"):
         if zstandard is None:
             raise ColdStorageError(f"{path.name} needs the zstandard package")

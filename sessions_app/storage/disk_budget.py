@@ -62,7 +62,10 @@ class StoredBytes(Func):
 
     output_field = IntegerField()
 
-    def as_sql(self, compiler, connection, **extra):  # SQLite: the JSON text's bytes
+    # Func's signature; the template is this function's own.
+    def as_sql(  # SQLite: the JSON text's bytes
+        self, compiler, connection, function=None, template=None, arg_joiner=None, **extra
+    ):
         return super().as_sql(
             compiler, connection, template="COALESCE(LENGTH(CAST(%(expressions)s AS BLOB)), 0)"
         )

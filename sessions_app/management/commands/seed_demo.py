@@ -1,5 +1,7 @@
 """python manage.py seed_demo: an idempotent demo of every kind of session on several channels."""
 
+from typing import Any
+
 from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -157,7 +159,8 @@ def tool_call(call_id, name, arguments, *, thinking=None):
     }
 
 
-SESSIONS = [
+# (key, entry, minutes ago, messages)
+SESSIONS: list[tuple[str, dict[str, Any], int, list[dict[str, Any]]]] = [
     (
         "agent:main:main",
         {
