@@ -7,8 +7,8 @@ PYTEST_ARGS ?=
 # `make run` is a local demo: its backends and webhooks may reach this machine (a local model
 # server such as Ollama or LM Studio). A deployment sets its own list, or none (README).
 OUTBOUND_ALLOW ?= 127.0.0.1,::1,localhost
-# What mypy checks (pyproject.toml [tool.mypy]); the rest joins as it gets typed.
-TYPED ?= sessions_app/tools sessions_app/runs sessions_app/acp sessions_app/mcp sessions_app/rows.py sessions_app/transcript.py
+# What mypy checks (pyproject.toml [tool.mypy]): all of the app's code.
+TYPED ?= sessions_app policies_app openclaw_common
 
 # pip's output, and migrate's and seed_demo's: kept here, shown (the tail) only when a step fails.
 INSTALL_LOG ?= var/install.log
