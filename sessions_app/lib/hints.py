@@ -114,7 +114,7 @@ class _Publisher:
         # its last hints with it, and subscribers would wait for the hubs' safety poll.
         atexit.register(self.flush, EXIT_FLUSH_SECONDS)
 
-    def put(self, hints: list[tuple]) -> None:
+    def put(self, hints: list[tuple] | _Delta) -> None:
         self.queue.put(hints)
 
     def flush(self, timeout: float) -> bool:
