@@ -25,7 +25,7 @@ from django.test import Client
 from sessions_app.api import ratelimit
 from sessions_app.models import ApiKey, Run
 from sessions_app.tools import offer
-from tests.conftest import make_session
+from tests.conftest import make_session, set_config
 from tests.live_updates.conftest import Client as WsClient
 from tests.live_updates.conftest import db as in_db
 from tests.live_updates.conftest import ws
@@ -288,3 +288,56 @@ def test_an_open_connection_is_admitted_again_for_each_request(world, settings):
     assert over["error"]["code"] == "rate_limited"
     assert revoked["error"] == {"code": "unauthorized", "message": revoked["error"]["message"]}
     assert "API key" in revoked["error"]["message"]
+
+
+# --- the argument policy of a tool call ---------------------------------------------------------
+
+
+def test_an_unknown_argument_answers_as_without_it_on_every_way_a_tool_is_called(world):
+    """OpenClaw 2026.9.6 ignores a tool call's unknown argument, so a client written against a
+    newer OpenClaw keeps working (tools/declaration.Declaration.known logs it once); a REST body
+    stays a closed object (the table above)."""
+    set_config(visibility="agent")  # (so the list holds the target session)
+    _, token = world
+    with_it = {"limit": 5, "fromANewerOpenClaw": True}
+    without = {"limit": 5}
+
+    async def rows(entrance, args) -> list[str]:
+        if entrance == "/tools/invoke":
+
+            def post():
+                body = json.dumps({"tool": "sessions_list", "args": args})
+                response = Client().post(
+                    "/tools/invoke",
+                    body,
+                    content_type="application/json",
+                    HTTP_AUTHORIZATION=f"Bearer {token}",
+                )
+                return response.json()["result"]["details"]
+
+            details = await in_db(post)()
+        elif entrance == "/ws/":
+            communicator = ws(token)
+            await communicator.connect()
+            try:
+                details = (await WsClient(communicator).request("sessions.list", args))["payload"]
+            finally:
+                await communicator.disconnect()
+        elif entrance == "/mcp/":
+            session = McpSession(token)
+            await session.initialize()
+            answer = await session.call_tool("sessions_list", args)
+            details = answer.messages[-1]["result"]["structuredContent"]
+        else:
+
+            def call():
+                run = Run.objects.filter(session__key=TARGET).first()
+                return offer.call_tool(run, "sessions_list", args)
+
+            details = await in_db(call)()
+        return [row["key"] for row in details["sessions"]]
+
+    for entrance in ("/tools/invoke", "/ws/", "/mcp/", "a model's tool call"):
+        listed = asyncio.run(rows(entrance, with_it))
+        assert listed == asyncio.run(rows(entrance, without)), entrance
+        assert TARGET in listed, entrance

@@ -51,7 +51,9 @@ def chat_history(requester: Requester, params: dict) -> dict:
         if "offset" in params or "messageId" in params:
             raise InvalidArgument("cursor cannot be used with offset or messageId")
         return delta(requester, params)
-    result = TOOL.run(requester=requester, args=params)
+    # A tool call: names the tool does not take are ignored (Declaration.known), as on every
+    # way a tool is called.
+    result = TOOL.run(requester=requester, args=DECLARATION.known(params))
     # A tail: the newest messages (an anchored read around a messageId is not one).
     if params.get("offset") in (0, None) and not params.get("messageId"):
         # The page is the newest messages: the cursor is the newest seq it holds (0 for an

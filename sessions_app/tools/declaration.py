@@ -15,6 +15,7 @@ the description, never as a schema `maximum`, which strict clients would enforce
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +25,8 @@ from typing import Any
 from openclaw_common.errors import InvalidArgument
 
 from ..lib.args import Args
+
+log = logging.getLogger("openclaw.tools")
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,17 @@ class Structured(Param):
         return args.raw.get(self.name) if args.has(self.name) else None
 
 
+_unknown_logged: set[tuple[str, str]] = set()
+_UNKNOWN_LOGGED_MAX = 1000
+
+
+def _log_unknown_once(tool: str, name: str) -> None:
+    if (tool, name) in _unknown_logged or len(_unknown_logged) >= _UNKNOWN_LOGGED_MAX:
+        return
+    _unknown_logged.add((tool, name))
+    log.warning("%s: unknown argument %r ignored", tool, name[:100])
+
+
 @dataclass(frozen=True)
 class Declaration:
     name: str
@@ -159,6 +173,9 @@ class Declaration:
     refused: Mapping[str, str] = field(default_factory=dict)
     # The gateway RPC method that calls this tool over the WebSocket, if any.
     rpc: str | None = None
+    # Prefixes of argument names the tool reads from the raw arguments itself (sessions_spawn's
+    # `worktree*` family): known() keeps them.
+    raw_prefixes: tuple[str, ...] = ()
 
     @property
     def names(self) -> frozenset[str]:
@@ -176,6 +193,27 @@ class Declaration:
         for param in self.params:
             setattr(values, param.name, param.read(args))
         return values
+
+    def known(self, raw: Any) -> Any:
+        """`raw` without the names this tool does not take, each logged once per tool and name
+        (so an operator sees a typo): how a tool *call* treats an unknown argument, as OpenClaw
+        2026.9.6 does, so a client written against a newer OpenClaw keeps working (the tool
+        registry's call and invoke, every protocol's way to a tool). A name the declaration
+        refuses with a text of its own, or a snake_case spelling, stays for read() to judge.
+        REST bodies and query strings stay closed: their views call the tool directly."""
+        if not isinstance(raw, Mapping):
+            return raw
+        unknown = [name for name in raw if not self._takes(name)]
+        if not unknown:
+            return raw
+        for name in unknown:
+            _log_unknown_once(self.name, str(name))
+        return {name: value for name, value in raw.items() if self._takes(name)}
+
+    def _takes(self, name: Any) -> bool:
+        if name in self.names or name in self.refused or name in self._snake_names:
+            return True
+        return isinstance(name, str) and name.startswith(self.raw_prefixes)
 
     def camel(self, raw: Any) -> Any:
         """`raw` with the snake_case spelling of each parameter renamed to the parameter (9.6

@@ -67,6 +67,7 @@ class ToolRegistry:
         then resolves it in the same thread step as it runs, one hand-off to a thread instead
         of two (each is a thread switch and a pool checkout; BENCHMARKS.md, issue 18)."""
         tool = self.get(name)
+        args = tool.declaration.known(args)
         if tool.run_async is not None:
             if callable(requester):
                 requester = await in_thread(requester)()
@@ -80,4 +81,5 @@ class ToolRegistry:
         return await in_thread(run)()
 
     def call(self, name: str, *, requester: Requester, args: Any) -> dict[str, Any]:
-        return self.get(name).run(requester=requester, args=args)
+        tool = self.get(name)
+        return tool.run(requester=requester, args=tool.declaration.known(args))

@@ -263,6 +263,7 @@ DECLARATION = Declaration(
         "for channel delivery."
         for name in DELIVERY_KEYS
     },
+    raw_prefixes=("worktree",),  # split_worktree_options
 )
 
 

@@ -23,12 +23,22 @@ async def test_every_declared_rpc_is_a_method():
 
 @pytest.mark.parametrize("method", sorted(DECLARED))
 async def test_an_rpc_checks_arguments_as_its_tool(operator, method):
+    """The tool's own errors, and its treatment of a name it does not take (ignored, as by
+    every way a tool is called)."""
+    await db(make_session)("main")
+    args = {"sessionKey": "main"} if method == "chat.history" else {}
     async with connected(operator.token) as client:
-        res = await client.request(method, {"nope": 1})
-    message = f"Unknown argument for {DECLARED[method]}: nope"
-    assert res["error"] == {"code": "invalid_request", "message": message}
-    invoked = await db(operator.invoke)(DECLARED[method], {"nope": 1})
-    assert invoked.json()["error"]["message"] == message
+        bad = await client.request(method, {**args, "limit": "many"})
+        ignored = await client.request(method, {**args, "nope": 1})
+        plain = await client.request(method, args)
+    assert bad["error"]["code"] == "invalid_request"
+    assert bad["error"]["message"].startswith("limit must be")
+    invoked = await db(operator.invoke)(DECLARED[method], {**args, "limit": "many"})
+    assert invoked.json()["error"]["message"] == bad["error"]["message"]
+    assert ignored["ok"] is True
+    for answer in (ignored, plain):
+        answer["payload"].pop("deltaCursor", None)  # (a cursor names its read)
+    assert ignored["payload"] == plain["payload"]
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,6 @@ def test_no_message_under_any_name_is_message_required(agent_main, target):
         ({"text": 5}, "text must be a string"),
         ({"mode": "resume", "timeoutSeconds": 5}, RESUME_ADMISSION_ONLY),
         ({"mode": "resume", "watch": True}, RESUME_ADMISSION_ONLY),
-        ({"deliveryMode": "direct"}, "Unknown argument for sessions_send: deliveryMode"),
     ],
 )
 def test_bad_new_arguments_are_400(agent_main, target, args, message):

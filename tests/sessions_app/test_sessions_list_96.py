@@ -128,7 +128,6 @@ def test_relationship_needs_a_requesting_user(agent_main):
         ({"projectId": True}, "projectId must be a string"),
         ({"workspaceDir": 1}, "workspaceDir must be a string"),
         ({"relationship": 1}, "relationship must be owned, created, or involving"),
-        ({"ownerIds": "ann"}, "Unknown argument for sessions_list: ownerIds"),
     ],
 )
 def test_bad_values_are_400(agent_main, args, message):
