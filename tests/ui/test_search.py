@@ -1,5 +1,5 @@
 """The browser's search box (issue 14: "The transcript browser's search uses the same function"):
-its message hits are sessions_search's own (tools/sessions_search.py find_messages): ranked,
+its message hits are sessions_search's own (reads/message_search.py find_messages, which the tool calls): ranked,
 redacted snippets, rows history hides left out, each a link to the message on its transcript
 page; over the sessions the other filters select (a viewer may read them all)."""
 
@@ -11,7 +11,7 @@ import re
 import pytest
 
 from sessions_app.models import ApiKey
-from sessions_app.tools import sessions_search
+from sessions_app.reads import message_search
 from sessions_app.ui import queries
 from tests.conftest import Api, add_messages, assistant, make_session, set_config, user
 
@@ -79,9 +79,9 @@ def test_the_hits_are_what_sessions_search_answers(viewer, world, agents):
     ]
 
 
-def test_the_browser_calls_the_tools_search_function(viewer, world, monkeypatch):
+def test_the_browser_calls_the_search_the_tool_calls(viewer, world, monkeypatch):
     calls = []
-    real = sessions_search.find_messages
+    real = message_search.find_messages
 
     def spy(*args, **kwargs):
         calls.append(kwargs)
@@ -90,7 +90,7 @@ def test_the_browser_calls_the_tools_search_function(viewer, world, monkeypatch)
     monkeypatch.setattr(queries, "find_messages", spy)
     viewer.get("/?q=nightly")
     (call,) = calls
-    assert call["include_tools"] is True and call["limit"] == sessions_search.MAX_LIMIT
+    assert call["include_tools"] is True and call["limit"] == message_search.MAX_LIMIT
 
 
 def test_snippets_are_redacted(viewer, agents):
