@@ -42,7 +42,7 @@ def session_url(key: str) -> str:
 
 
 def hits(found: dict) -> dict:
-    """sessions_search's result (tools/sessions_search.py find_messages) as the list shows it:
+    """sessions_search's result (reads/message_search.find_messages) as the list shows it:
     each hit links to its message on its transcript page (`?at=<seq>#seq-<seq>`)."""
     shown = []
     for hit in found["results"]:
