@@ -9,7 +9,7 @@ are sessions 4 … 3 + giants. The parent and the giants are among the most rece
 list's first page holds them: the case a data shape can make slow.
 
 Importing this module needs Django set up but reads nothing; bench/generate.py and
-tests/sessions_app/test_list_query_plans.py call it.
+tests/reads/test_list_query_plans.py call it.
 """
 
 from __future__ import annotations

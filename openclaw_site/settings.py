@@ -288,7 +288,7 @@ OPENCLAW_MODEL_KEY_ENVS = _env_list(
 )
 # Non-public destinations (loopback, private, link-local, ...) that backends and webhooks may
 # reach: hosts, IPs or CIDRs, `*` for all. The tests' fake model and webhook servers listen on
-# 127.0.0.1; processes the tests start inherit the value (tests/live.py).
+# 127.0.0.1; processes the tests start inherit the value (tests/servers.py).
 OPENCLAW_OUTBOUND_ALLOW = _env_list(
     "OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost" if TESTING else ""
 )

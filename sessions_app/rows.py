@@ -218,7 +218,7 @@ def children_of(parent_keys: list[str]) -> dict[str, ChildKeys]:
 #   (through `session_spawned_by`, which a small store's unvacuumed heap made cheaper). Neither
 #   estimate reads a statistic of spawned_by. The index condition is still the exact range
 #   (spawned_by >= key AND spawned_by <= key); the row comparison is rechecked on its rows.
-# tests/sessions_app/test_list_query_plans.py pins the plan on stores without sub-agents, grown
+# tests/reads/test_list_query_plans.py pins the plan on stores without sub-agents, grown
 # by copies, and skewed, before and after VACUUM. The outer ORDER BY keeps each parent's
 # children together in index order (the nested loop already returns them so; the sort of at
 # most (page + 1) × (CHILD_SESSIONS_MAX + 1) rows makes it sure).

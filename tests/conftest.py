@@ -214,9 +214,15 @@ def anonymous(db) -> Api:
 @pytest.fixture
 def demo_server(transactional_db):
     """The README's start: the demo loaded, then a real server (no worker) on a free port."""
-    from tests.live import manage, start_server
+    from tests.servers import manage, start_server
 
     manage("seed_demo")
     live = start_server()
     yield live
     live.stop()
+
+
+@pytest.fixture
+def main_session(agents):
+    """agent:main:main, empty."""
+    return make_session("main")

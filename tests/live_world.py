@@ -4,7 +4,7 @@ and `research` (scripted by the test), their main sessions, and agent-to-agent a
 from __future__ import annotations
 
 from tests.conftest import make_agent, make_session, set_config
-from tests.live import manage
+from tests.servers import manage
 
 ANNOUNCE_SKIP = {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"}
 

@@ -33,7 +33,7 @@ NOT_RUN = {
         "the test's server and worker stand in for `make run`; `make test` is the suite itself"
     ),
     ".venv/bin/python manage.py import_openclaw ~/.openclaw": (
-        "needs an OpenClaw state directory (tests/sessions_app/test_import_openclaw.py)"
+        "needs an OpenClaw state directory (tests/manage/test_import_openclaw.py)"
     ),
     "export SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')": (
         "starts a second server on PostgreSQL (tests/test_production_settings.py)"

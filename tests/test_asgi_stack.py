@@ -4,7 +4,7 @@ keep the whole stack, and both get the security headers (openclaw_site/middlewar
 import pytest
 
 from openclaw_site.middleware import is_api_path, is_api_request
-from tests.live import manage
+from tests.servers import manage
 
 SECURITY_HEADERS = {
     "x-content-type-options": "nosniff",

@@ -26,9 +26,9 @@ from sessions_app.api import ratelimit
 from sessions_app.models import ApiKey, Run
 from sessions_app.tools import offer
 from tests.conftest import make_session, set_config
-from tests.live_updates.conftest import Client as WsClient
-from tests.live_updates.conftest import db as in_db
-from tests.live_updates.conftest import ws
+from tests.live.conftest import Client as WsClient
+from tests.live.conftest import db as in_db
+from tests.live.conftest import ws
 from tests.mcp.asgi import Session as McpSession
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,7 +93,7 @@ tools_invoke = _http("/tools/invoke", lambda v: {"tool": "sessions_list", "args"
 
 async def websocket(token: str, what: tuple[str, Any]) -> Refusal | None:
     """A connection that authenticates with its `connect` frame (an upgrade refused for its
-    header can only say 403, or 429 where the server may answer HTTP: tests/sessions_app/
+    header can only say 403, or 429 where the server may answer HTTP: tests/access/
     test_limits.py), then one request frame."""
     mode, value = what
     communicator = ws()

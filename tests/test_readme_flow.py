@@ -1,7 +1,7 @@
 """The README's first steps, for real: seed the demo, make a key in another process, and query
 every read tool over HTTP against a running server."""
 
-from tests.live import manage
+from tests.servers import manage
 
 
 def test_agent_key_gets_the_demo_sessions_over_http(demo_server):
@@ -53,7 +53,7 @@ def test_the_readme_orchestration_a_parent_two_children_one_answer(demo_server):
     """README, "A parent, two sub-agents, one answer": the user's message, the parent's yield,
     and its answer with both results, through a real worker."""
     from sessions_app.models import Message
-    from tests.live import start_worker, wait_until
+    from tests.servers import start_worker, wait_until
 
     worker = start_worker()
     try:
@@ -117,7 +117,7 @@ def test_the_readme_top_to_bottom_as_written(demo_server, tmp_path):
 
     from tests import readme_runner
     from tests.conftest import admin_groups
-    from tests.live import child_env, start_worker
+    from tests.servers import child_env, start_worker
 
     blocks = readme_runner.readme_blocks()
     first_lines = {b.first_line for b in blocks}

@@ -5,7 +5,7 @@ the envelope. Tool arguments and results are the tools' own declarations (tools/
 documented `/tools/invoke` bodies are exactly what a model is offered. The DRF resources are
 described with `operation()` on their methods; the plain async views (`/tools/invoke`, send,
 runs), which drf-spectacular cannot see, are added by `add_plain_views`, a postprocessing hook.
-tests/sessions_app/test_api_schema.py checks that every public route is here.
+tests/api/test_api_schema.py checks that every public route is here.
 """
 
 from __future__ import annotations

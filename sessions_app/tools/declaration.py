@@ -4,7 +4,7 @@ Everything a caller sees of a tool comes from its declaration: the argument chec
 runs (`Declaration.read`, with the error texts of sessions_app/lib/args.py), the JSON schema a model
 is offered (tools/offer.py), the `/tools/invoke` request and response documented in the
 OpenAPI schema (api/schema.py), the WebSocket RPC table (live/consumer.py) and any later
-protocol (MCP). tests/sessions_app/test_tool_declarations.py checks that they all agree.
+protocol (MCP). tests/tools/test_tool_declarations.py checks that they all agree.
 
 Numbers are JSON type `number`, not `integer`, as OpenClaw's schemas are (Gemini refuses
 `integer` in some positions); the reader floors finite numbers (args.py). Schemas carry no

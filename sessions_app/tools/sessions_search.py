@@ -129,7 +129,7 @@ def search_scope(requester: Requester, session_key: str | None) -> search.Scope:
         # These see their own session and some it spawned (visibility.visible_q): read those
         # by the two key indexes and let can_list() decide. The filter as SQL (`agent = … AND
         # (key = … OR spawned_by = …)`) makes SQLite, without statistics, read every session
-        # of the agent. tests/sessions_app/test_sessions_search.py checks the two agree.
+        # of the agent. tests/tools/test_sessions_search.py checks the two agree.
         rows = listable.filter(Q(key=me) | Q(spawned_by=me))
         return search.Scope(
             ids=[

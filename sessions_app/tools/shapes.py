@@ -1,6 +1,6 @@
 """JSON schemas of what the tools and the API return, shared by the declarations (tools/) and the
 API documentation (api/schema.py). They describe the dicts rows.py, transcript.py and the tools
-build; tests/sessions_app/test_tool_declarations.py validates real results against them.
+build; tests/tools/test_tool_declarations.py validates real results against them.
 
 Written as JSON Schema (2020-12), which OpenAPI 3.1 and MCP's output schemas both are: a value
 that may be null says `"type": [..., "null"]`. Optional fields are left out of `required`, as

@@ -108,7 +108,7 @@ def page(browser, request):
 @pytest.fixture
 def live_url(transactional_db) -> str:
     """Base URL (no trailing slash) of a real server on the test database, stopped after."""
-    from tests.live import start_server
+    from tests.servers import start_server
 
     server = start_server()
     try:

@@ -14,10 +14,10 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from sessions_app.models import ApiKey
-from tests.acp_runtime.harness_fixtures import ACP_COMMANDS, ACP_ENV, echo, register
+from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV, echo, register
 from tests.browser.test_ui_browser import make_viewer, ui_login
 from tests.conftest import make_agent, make_session
-from tests.live import LiveServer, start_worker
+from tests.servers import LiveServer, start_worker
 
 pytestmark = [
     pytest.mark.browser,

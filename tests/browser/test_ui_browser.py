@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 from sessions_app.models import ApiKey
 from tests.browser.conftest import ARTIFACTS, screenshot
 from tests.conftest import add_messages, admin_groups, make_agent, make_session, user
-from tests.live import LiveServer, start_worker
+from tests.servers import LiveServer, start_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,4 +1,4 @@
-"""MCP clients from the official SDK against a real server process (tests/live.py)."""
+"""MCP clients from the official SDK against a real server process (tests/servers.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from sessions_app.models import ApiKey
-from tests.live import ROOT, child_env
+from tests.servers import ROOT, child_env
 
 
 async def db(fn, *args):

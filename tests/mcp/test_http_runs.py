@@ -10,8 +10,8 @@ import pytest
 
 from sessions_app.models import Run
 from tests.conftest import make_agent, make_session, set_config
-from tests.live import start_server, start_worker, wait_until
 from tests.mcp.helpers import http_client, key
+from tests.servers import start_server, start_worker, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

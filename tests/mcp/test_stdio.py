@@ -14,8 +14,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from sessions_app.models import Session
-from tests.live import ROOT, child_env
 from tests.mcp.helpers import db, key, revoke, stdio_parameters, texts
+from tests.servers import ROOT, child_env
 
 
 def test_stdio_lists_and_calls_tools_with_the_key_from_an_env_var_and_stops_when_revoked(demo):

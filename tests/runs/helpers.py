@@ -1,5 +1,5 @@
 """Running queued runs in the test process, for behaviour tests that need no real worker (tests
-that cross processes start one with tests.live)."""
+that cross processes start one with tests.servers)."""
 
 from sessions_app.models import ApiKey, Run
 from sessions_app.runs import webhooks

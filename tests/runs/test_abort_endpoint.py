@@ -8,7 +8,7 @@ from django.conf import settings
 
 from sessions_app.models import Run, Session
 from tests.conftest import make_agent, make_session, set_config
-from tests.sessions_app.test_bad_input_tools import assert_error, check_all
+from tests.tools.test_bad_input_tools import assert_error, check_all
 
 MAIN = "/api/v1/sessions/agent:main:main/abort/"
 SLOW = [

@@ -13,7 +13,7 @@ from django.db import connection
 
 from sessions_app.models import ApiKey
 from tests.conftest import make_agent, make_session
-from tests.live import database_refuses_connections, start_server
+from tests.servers import database_refuses_connections, start_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,13 +15,13 @@ from django.test import Client
 
 from sessions_app.models import Run
 from tests.conftest import Api
-from tests.live import (
+from tests.live_world import ANNOUNCE_SKIP, main_and_research, send_to_research
+from tests.servers import (
     database_refuses_connections,
     start_server,
     start_worker,
     wait_until,
 )
-from tests.live_world import ANNOUNCE_SKIP, main_and_research, send_to_research
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ import pytest
 from sessions_app.models import Message, Run
 from sessions_app.runs.sweeper import sweep
 from tests.conftest import make_agent, make_session, set_config
-from tests.live import manage, start_server, start_worker, wait_until
+from tests.servers import manage, start_server, start_worker, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

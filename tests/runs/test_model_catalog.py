@@ -10,8 +10,8 @@ from django.test import Client
 from sessions_app.models import Agent, GatewayConfig, Run, Session
 from sessions_app.runs import model_catalog
 from tests.conftest import admin_groups, make_agent, make_session
-from tests.live import manage
 from tests.runs.helpers import drain
+from tests.servers import manage
 
 SCRIPTED = {"type": "scripted", "rules": [{"match": ".*", "reply": "done"}]}
 

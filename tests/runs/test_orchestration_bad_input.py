@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import make_agent, make_session
-from tests.sessions_app.test_bad_input_tools import check_all
+from tests.tools.test_bad_input_tools import check_all
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from sessions_app.delivery import retry_due_deliveries
 from sessions_app.models import ApiKey, Completion, Delivery, Message, Run, Session
 from sessions_app.runs.sweeper import sweep
 from tests.conftest import make_agent, make_session, set_config
-from tests.live import start_server, start_worker, wait_until
 from tests.runs.test_completion_webhooks import Receiver, verify
+from tests.servers import start_server, start_worker, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

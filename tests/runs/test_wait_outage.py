@@ -11,8 +11,8 @@ import time
 import pytest
 from django.db import connection
 
-from tests.live import database_refuses_connections, start_server
 from tests.live_world import main_and_research, send_to_research
+from tests.servers import database_refuses_connections, start_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

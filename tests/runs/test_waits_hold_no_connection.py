@@ -13,8 +13,8 @@ import urllib.request
 import pytest
 from django.db import connection
 
-from tests.live import start_server, wait_until
 from tests.live_world import main_and_research, send_to_research
+from tests.servers import start_server, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,8 +19,8 @@ from sessions_app.models import Run
 from sessions_app.runs import engine, watchdog
 from sessions_app.runs.chain import Chain
 from tests.conftest import make_session
-from tests.live import start_server, start_worker, wait_until
 from tests.live_world import ANNOUNCE_SKIP, main_and_research, send_to_research
+from tests.servers import start_server, start_worker, wait_until
 
 
 def queued_run(session, *, age: int = 60) -> Run:

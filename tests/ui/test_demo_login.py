@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from sessions_app.management.commands.serve import banner
 from tests.conftest import admin_groups
-from tests.live import ROOT, child_env, free_port, manage
+from tests.servers import ROOT, child_env, free_port, manage
 
 PASSWORD_LINE = "Log in as demo with password "
 AGAIN = "a new one: .venv/bin/python manage.py demo_login --new-password"
