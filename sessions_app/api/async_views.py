@@ -12,11 +12,10 @@ from ..runs.lookup import get_run_for, run_as_dict
 from ..runs.wait import wait_for_run
 from ..tools.sessions_send import DECLARATION as SEND_DECLARATION
 from ..tools.sessions_send import TOOL as SEND_TOOL
-from . import http
+from . import http, send_body
 from .tools_invoke import idempotency_key_of
 
 MAX_WAIT_SECONDS = 600
-SEND_BODY = frozenset({"message", "timeoutSeconds", "idempotencyKey", "mode", "watch"})
 
 
 async def requester_of(request):
@@ -27,7 +26,7 @@ async def requester_of(request):
 async def session_send(request, key: str):
     """POST /api/v1/sessions/{key}/send/ — sessions_send to this session."""
     body = http.read_json_object(request)
-    Args(body, SEND_BODY | {"timeout_seconds"}, tool="send")  # the tool's snake_case too (9.6 §0)
+    Args(body, send_body.NAMES, tool="send")  # (closed: a REST body)
     body = SEND_DECLARATION.camel(body)
     requester = await requester_of(request)
     args = {"sessionKey": key, **{k: v for k, v in body.items() if k != "idempotencyKey"}}

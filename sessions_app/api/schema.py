@@ -24,7 +24,7 @@ from ..manage import patch_fields
 from ..tools import TOOLS, shapes
 from ..tools import declaration as decl
 from ..tools.shapes import BOOLEAN, INTEGER, STRING, array, obj
-from . import policy_schema
+from . import policy_schema, send_body
 
 JSON = dict[str, Any]
 
@@ -535,30 +535,6 @@ _RUN_ID = _path_parameter(
 )
 _SECURITY: list[JSON] = [{"ApiKey": []}]
 
-SEND_BODY = obj(
-    {
-        "message": {"type": "string", "maxLength": 100_000},
-        "timeoutSeconds": {
-            "type": "integer",
-            "minimum": 0,
-            "description": "Seconds to wait for the reply (default 30, at most 600; 0 = do not "
-            "wait).",
-        },
-        "idempotencyKey": {
-            "type": "string",
-            "maxLength": 256,
-            "description": "A repeated key returns the first call's run (or Idempotency-Key).",
-        },
-        "mode": {
-            "type": "string",
-            "enum": ["followup", "steer", "notify", "resume"],
-            "description": "As sessions_send's mode (OpenClaw 9.6).",
-        },
-        "watch": {"type": "boolean", "description": "As sessions_send's watch."},
-    },
-    ("message",),
-)
-
 
 def plain_views() -> dict[str, dict[str, JSON]]:
     """The operations of the plain async views, as OpenAPI path items."""
@@ -605,7 +581,7 @@ def plain_views() -> dict[str, dict[str, JSON]]:
                 ],
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": SEND_BODY}},
+                    "content": {"application/json": {"schema": send_body.schema()}},
                 },
                 "responses": {
                     "200": _json(ref(result_component("sessions_send")), "The send's outcome."),

@@ -211,7 +211,7 @@ class Declaration:
         return {name: value for name, value in raw.items() if self._takes(name)}
 
     def _takes(self, name: Any) -> bool:
-        if name in self.names or name in self.refused or name in self._snake_names:
+        if name in self.names or name in self.refused or name in self.snake_names:
             return True
         return isinstance(name, str) and name.startswith(self.raw_prefixes)
 
@@ -224,7 +224,7 @@ class Declaration:
         call this first."""
         if not isinstance(raw, Mapping):
             return raw
-        spelled = self._snake_names
+        spelled = self.snake_names
         if not any(name in spelled for name in raw):
             return raw
         out = dict(raw)
@@ -235,7 +235,7 @@ class Declaration:
         return out
 
     @cached_property
-    def _snake_names(self) -> dict[str, str]:
+    def snake_names(self) -> dict[str, str]:
         return {
             _snake(p.name): p.name
             for p in self.params

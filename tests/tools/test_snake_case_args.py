@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from openclaw_common.errors import InvalidArgument
-from sessions_app.api.async_views import SEND_BODY
+from sessions_app.api import send_body
 from sessions_app.mcp.server import MCP_TOOLS
 from sessions_app.tools import TOOLS
 from sessions_app.tools import offer as tool_specs
@@ -219,7 +219,7 @@ def test_rest_list_search_and_status_take_snake_case_query_parameters(agent_main
 
 
 def test_rest_send_takes_timeout_seconds(agent_main, world):
-    assert "timeoutSeconds" in SEND_BODY
+    assert {"timeoutSeconds", "timeout_seconds"} <= send_body.NAMES
     target = "agent:main:subagent:kid"
     response = agent_main.post(
         f"/api/v1/sessions/{target}/send/", {"message": "hi", "timeout_seconds": 0}
