@@ -112,8 +112,8 @@ def prepare(database_url: str) -> str:
     env = {**os.environ, "DATABASE_URL": database_url, "DB_POOL": "0"}
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     script = (
-        "from sessions_app.agents import upsert_agent\n"
-        "from sessions_app.config import update_config\n"
+        "from sessions_app.manage.agents import upsert_agent\n"
+        "from sessions_app.manage.config import update_config\n"
         "from sessions_app.models import ApiKey\n"
         "from sessions_app.store import upsert_session\n"
         "upsert_agent(api_key=None, agent_id='main', data={})\n"

@@ -83,8 +83,8 @@ LEAF_BACKEND = {"type": "scripted", "rules": [*SKIP_RULES, {"match": ".*", "repl
 
 SETUP = """
 import json
-from sessions_app.agents import upsert_agent
-from sessions_app.config import update_config
+from sessions_app.manage.agents import upsert_agent
+from sessions_app.manage.config import update_config
 from sessions_app.store import upsert_session
 upsert_agent(api_key=None, agent_id="leaf", data={"name": "leaf", "backend": %(leaf)s})
 upsert_agent(api_key=None, agent_id="main", data={"name": "main", "backend": %(main)s,

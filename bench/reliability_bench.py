@@ -81,8 +81,8 @@ QUICK = {
 
 SETUP = """
 import json
-from sessions_app.agents import upsert_agent
-from sessions_app.config import update_config
+from sessions_app.manage.agents import upsert_agent
+from sessions_app.manage.config import update_config
 from sessions_app.store import upsert_session
 upsert_agent(api_key=None, agent_id="main", data={"name": "main"})
 upsert_agent(api_key=None, agent_id="echo", data={"name": "echo", "backend": %(slow)s})

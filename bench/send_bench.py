@@ -145,8 +145,8 @@ def fresh_database(name: str, env: dict) -> None:
 
 SETUP = """
 import json
-from sessions_app.agents import upsert_agent
-from sessions_app.config import update_config
+from sessions_app.manage.agents import upsert_agent
+from sessions_app.manage.config import update_config
 from sessions_app.store import upsert_session
 upsert_agent(api_key=None, agent_id="main", data={"name": "main", "backend": %(main)s})
 upsert_agent(api_key=None, agent_id="echo", data={"name": "echo", "backend": %(echo)s})
@@ -175,7 +175,7 @@ print(json.dumps({"ok": True, "task_history": n}))
 
 SET_TURNS = """
 import json
-from sessions_app.config import update_config
+from sessions_app.manage.config import update_config
 c = update_config(api_key=None, changes={"session.agentToAgent.maxPingPongTurns": %d})
 print(json.dumps({"maxPingPongTurns": c.max_ping_pong_turns}))
 """

@@ -126,6 +126,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reads", "manage"),
     ("tools",),
     ("api", "live", "mcp", "ui", "admin", "management", "templatetags", "apps", "acp_agents"),
+    # The old dotted paths of manage/agents.py and manage/config.py, re-exported for one release
+    # (scripts outside the repository import them); nothing in the app may import them.
+    ("agents", "config"),
 )
 LAYER_OF = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 # Imports inside functions: each that remains, with why it cannot be at the top of its module.
