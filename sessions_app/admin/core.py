@@ -27,7 +27,7 @@ from .. import store, transcript
 from ..manage import config
 from ..manage.agents import upsert_agent
 from ..models import Agent, ApiKey, GatewayConfig, Message, Run, Session
-from ..reads import jsonl_export
+from ..reads import internal_rows, jsonl_export
 from ..runs import control, engine
 from ..runs import model_catalog as catalog
 from ..runs.backends import TurnInput, get_backend
@@ -347,8 +347,11 @@ def transcript_entry(message: Message) -> dict:
             else:
                 tools.append({"title": kind, "json": json.dumps(block, indent=2)})
     provenance = message.provenance if isinstance(message.provenance, dict) else None
+    # A completion prompt, an announce step, a silent reply, a harness note: folded to a line.
+    internal = internal_rows.classify(message.role, content, provenance)
     return {
         "seq": message.seq,
+        "internal": internal.summary if internal is not None else "",
         "role": message.role,
         "timestamp": ms_to_datetime(message.timestamp),
         "text": "\n".join(texts),

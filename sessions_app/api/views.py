@@ -20,7 +20,7 @@ from ..manage import agents as agents_mod
 from ..manage import config as config_mod
 from ..manage import patch_fields
 from ..models import ApiKey, GatewayConfig
-from ..reads import history_read
+from ..reads import history_read, internal_rows
 from ..reads.jsonl_export import jsonl_response
 from ..rows import row_of
 from ..runs import control, ingest
@@ -232,7 +232,8 @@ class SessionHistoryView(APIView):
             "sessionKey": display_key,
             # One list, under the name the sessions_history tool and chat.history use (the
             # reference's gateway endpoint also repeats it as `items`; ours does not).
-            "messages": page["messages"],
+            # Internal rows (a completion prompt, a REPLY_SKIP…) say so: `internal` (docs/api.md).
+            "messages": [internal_rows.mark(m) for m in page["messages"]],
             "hasMore": page["hasMore"],
             **page["flags"],
         }

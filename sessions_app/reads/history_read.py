@@ -67,7 +67,7 @@ def seq_of_message_id(value: str) -> int | None:
     return seq if seq >= 1 else None
 
 
-def _text_of(content: Any) -> str | None:
+def text_of(content: Any) -> str | None:
     """The text of a message made only of text (a string or text blocks), else None."""
     if isinstance(content, str):
         return content
@@ -90,7 +90,7 @@ def is_hidden(row: MessageRow) -> bool:
 
 def hidden(role: str, content: Any, provenance: dict | None) -> bool:
     """is_hidden() for a message read some other way (sessions_search's hits)."""
-    text = _text_of(content)
+    text = text_of(content)
     if role == "assistant":
         return text is not None and any(is_silent(text, token) for token in HIDDEN_TOKENS)
     if role != "user":
@@ -128,7 +128,7 @@ def render(row: MessageRow) -> dict[str, Any]:
         source = provenance["sourceSessionKey"]
         agent_id = keys.agent_id_of(source)
         data["role"] = "assistant"
-        text = _text_of(row.content)
+        text = text_of(row.content)
         if text is not None:
             data["content"] = text
         data["senderLabel"] = f"Forwarded from {agent_id}"

@@ -24,17 +24,16 @@ from django.db.models import Q
 from ..lib import sanitize
 from ..models import Message, Session
 from ..rows import SessionRow
-from ..runs.tokens import is_silent
 from ..storage import cold_storage
 from ..transcript import READ_COLUMNS, MessageRow
-from .history_read import HIDDEN_TOKENS, is_hidden
+from . import internal_rows
+from .history_read import is_hidden
 
 ENRICH_ROWS = 100
 TITLE_SCAN = 20
 PREVIEW_SCAN = 20
 TITLE_CHARS = 60
 PREVIEW_CHARS = 160
-SILENT_TOKENS = ("NO_REPLY", *HIDDEN_TOKENS)
 # What is read of each session: a SessionRow (a list page) or a Session.
 Listed = SessionRow | Session
 
@@ -55,18 +54,21 @@ def derived_titles(sessions: Sequence[Listed]) -> dict[int, str]:
 
 
 def last_previews(sessions: Sequence[Listed]) -> dict[int, str]:
-    """Session id → the newest user or assistant text that history shows (no tool, system or
-    silent rows), on one line."""
+    """Session id → the newest user or assistant text that history shows and that is not an
+    internal row (no tool, system, silent or prompt rows), on one line."""
     wanted = [s for s in sessions if s.last_seq > 0]
     ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - PREVIEW_SCAN) for s in wanted]
     previews: dict[int, str] = {}
     seen: set[int] = set()
     rows = _rows(ranges, newest_first=True, seen=seen)
     for session_id, row in chain(rows, _cold_rows(wanted, seen, last=PREVIEW_SCAN)):
-        if session_id in previews or row.role not in ("user", "assistant") or is_hidden(row):
+        if session_id in previews or row.role not in ("user", "assistant"):
+            continue
+        # Not a completion prompt, an announce step or a silent reply (internal_rows.py).
+        if internal_rows.of_row(row) is not None:
             continue
         text = visible_text(row.content)
-        if text and not any(is_silent(text, token) for token in SILENT_TOKENS):
+        if text:
             previews[session_id] = shorten(text, PREVIEW_CHARS)
     return previews
 

@@ -54,6 +54,19 @@ MESSAGE = obj(
         "usage": ANY_OBJECT,
         "provenance": ANY_OBJECT,
         "__openclaw": obj({"seq": INTEGER}, ("seq",)),
+        "internal": obj(
+            {
+                "kind": {
+                    "type": "string",
+                    "enum": ["completion", "announce", "skip", "wake", "harness"],
+                },
+                "summary": STRING,
+            },
+            ("kind", "summary"),
+            "The HTTP history only: present on a row a person reads as machinery (a completion "
+            "prompt, an announce step, a REPLY_SKIP/ANNOUNCE_SKIP/NO_REPLY reply, a watch "
+            "wake-up, a harness note), with a one-line summary. docs/api.md.",
+        ),
     },
     ("role", "timestamp", "__openclaw"),
     "A transcript message; other fields of the stored message are kept as they are.",

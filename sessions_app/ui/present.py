@@ -18,6 +18,7 @@ from django.urls import reverse
 from openclaw_common import keys
 
 from ..lib import sanitize
+from ..reads import internal_rows
 from ..transcript import TOOL_RESULT, seq_of
 
 PREVIEW_CHARS = 160
@@ -366,6 +367,9 @@ def message(data: dict, *, image_base: str) -> dict:
         "blocks": blocks,
         "card": card,
         "truncated": truncated,
+        # A completion prompt, an announce step, a silent reply, a harness note: one folded line
+        # (its summary), the text inside (internal_rows.py).
+        "internal": internal.summary if (internal := internal_rows.of_message(data)) else "",
         "skip": SKIP_MARKERS.get(text.strip()) if role == "assistant" else None,
         "skip_token": text.strip(),
         "paired_with": None,  # the seq of the message whose tool call shows this result

@@ -19,6 +19,7 @@ from openclaw_common import keys
 from .. import transcript
 from ..lib import sanitize
 from ..models import Message, Run, Session, now_ms, unlisted_keys
+from ..reads import internal_rows
 from ..reads import search as message_search
 from ..reads.message_search import MAX_LIMIT as MESSAGE_HITS
 from ..reads.message_search import find_messages
@@ -31,7 +32,8 @@ MESSAGE_PAGE = 50
 MAX_AFTER_PAGE = 200
 RUNS_SHOWN = 20
 CHILDREN_SHOWN = 50
-PREVIEW_MESSAGES = 3
+# Enough to reach past a completion turn's internal rows (prompt, NO_REPLY) to real text.
+PREVIEW_MESSAGES = 6
 # A sub-agent's session, as present.subagent() tells one (spawned, or a `subagent:` key).
 SUBAGENT_Q = Q(spawn_depth__gte=1) | ~Q(spawned_by="") | Q(key__contains=":subagent:")
 
@@ -131,7 +133,10 @@ def list_page(
         row = session_row(light, settings=settings, children=light.children)
         row["_light"] = light
         messages = last.get(light.pk) or []
-        row["_preview"] = messages[-1] if messages else None
+        # The newest message a person reads as conversation, not a REPLY_SKIP or a prompt.
+        row["_preview"] = next(
+            (m for m in reversed(messages) if internal_rows.of_message(m) is None), None
+        )
         rows.append(row)
     next_cursor = Cursor(page[-1].updated_at, page[-1].pk) if has_more else None
     return ListPage(rows=rows, next_cursor=next_cursor)

@@ -26,6 +26,7 @@ from openclaw_common.errors import InvalidArgument
 from sessions_app.lib import sanitize
 from sessions_app.manage import retention, session_admin
 from sessions_app.models import GatewayConfig, Message, Session
+from sessions_app.reads import internal_rows
 from sessions_app.storage import cold_storage, state_export
 from sessions_app.transcript import payload
 
@@ -300,7 +301,11 @@ def _tail_line(message: Message) -> str:
     data, _ = sanitize.redact_message(payload(message))
     content = data.get("content")
     parts: list[str] = []
-    if isinstance(content, str):
+    # A completion prompt, an announce step, a silent reply, a harness note: its summary.
+    internal = internal_rows.of_message(data)
+    if internal is not None:
+        parts.append(f"[internal] {internal.summary}")
+    elif isinstance(content, str):
         parts.append(content)
     elif isinstance(content, list):
         for block in content:
