@@ -45,3 +45,29 @@ def echo_setup(main_rules: list[dict]) -> ApiKey:
     # it now, so pinned query counts do not catch that read.
     webhooks.agents_with_webhooks()
     return key
+
+
+# A sub-agent that finds something, and a parent that answers its completion turn NO_REPLY.
+RESEARCH_RULES = [
+    {"match": ".*", "on": ["announce"], "reply": "Nothing to add."},
+    {"match": ".*", "on": ["spawn"], "reply": "Found 3 papers."},
+]
+PARENT_RULES = [
+    {"match": ".*", "on": ["completion"], "reply": "NO_REPLY"},
+    {"match": ".*", "reply": "On it."},
+]
+
+
+def completed_spawn(api, *, label: str = "research") -> str:
+    """`main` (scripted by PARENT_RULES) spawns a `research` sub-agent labelled `label` that
+    finishes; drain() runs the child and main's completion turn, so agent:main:main ends with
+    the real completion prompt and NO_REPLY. Returns the child's key."""
+    make_agent("main", subagents={"allowAgents": ["research"]}, backend=PARENT_RULES_BACKEND)
+    make_agent("research", backend={"type": "scripted", "rules": RESEARCH_RULES})
+    details = api.details("sessions_spawn", {"agentId": "research", "task": "look", "label": label})
+    assert details["status"] == "accepted", details
+    drain()
+    return details["childSessionKey"]
+
+
+PARENT_RULES_BACKEND = {"type": "scripted", "rules": PARENT_RULES}

@@ -77,6 +77,17 @@ def test_the_preview_skips_tool_results_and_describes_tool_calls(viewer, agents)
     assert "→ exec(…)" in html and "secret output" not in html
 
 
+def test_the_preview_skips_internal_rows(viewer, agents):
+    """Issue 29.4: a REPLY_SKIP, a NO_REPLY or a completion prompt is never the preview."""
+    session = make_session("main")
+    add_messages(session, user("What's new?"), assistant("All quiet."), user("ping"))
+    add_messages(session, assistant("REPLY_SKIP"), assistant("NO_REPLY"))
+    html = viewer.get("/").content.decode()
+    row = html[html.index('data-key="agent:main:main"') :]
+    row = row[: row.index("</li>")]
+    assert "ping" in row and "REPLY_SKIP" not in row and "NO_REPLY" not in row
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [

@@ -10,6 +10,7 @@ import pytest
 from sessions_app import transcript
 from sessions_app.models import Run, Session
 from tests.conftest import add_messages, assistant, make_session, tool_result, user
+from tests.runs.helpers import completed_spawn
 from tests.ui.conftest import PNG
 
 MAIN = "/sessions/agent:main:main/"
@@ -89,6 +90,35 @@ def test_reply_skip_and_announce_skip_are_quiet_markers(viewer, agents):
     assert "reply step skipped (<code>REPLY_SKIP</code>)" in skip
     assert "announce skipped (<code>ANNOUNCE_SKIP</code>)" in announce
     assert '<span class="role">' not in skip + announce
+
+
+def test_a_completion_prompt_and_its_no_reply_are_folded_lines(viewer, agent_main):
+    """Issue 29.4: a parent's real completion turn (its ~25-line prompt, its NO_REPLY) reads as
+    two folded lines with the prompt behind "show prompt"; the sub-agent's report stays a card."""
+    make_session("main", lastChannel="webchat")
+    completed_spawn(agent_main, label="papers")
+    html = viewer.get(MAIN).content.decode()
+    assert seqs_on(viewer.get(MAIN)) == [1, 2, 3]
+    prompt, reply, report = article(html, 1), article(html, 2), article(html, 3)
+    head = html[html.index('id="seq-1"') - 80 : html.index('id="seq-1"')]
+    assert "is-internal" in head and "role-user" in head
+    summary = prompt[prompt.index("<summary>") : prompt.index("</summary>")]
+    assert "— Sub-agent papers finished: success</span> · " in summary
+    assert "show prompt" in summary
+    # The prompt is there, folded (no `open`), not a User bubble's header.
+    assert '<details class="internal">' in prompt and "A background task completed." in prompt
+    assert '<header class="msg-head">' not in prompt
+    assert "Replied NO_REPLY (nothing to send)" in reply and "show message" in reply
+    assert "is-internal" not in html[html.index('id="seq-3"') - 80 : html.index('id="seq-3"')]
+    assert "Sub-agent report" in report
+
+
+def test_announce_prompts_are_folded_in_the_child(viewer, agent_main):
+    child = completed_spawn(agent_main)
+    html = viewer.get(f"/sessions/{child}/").content.decode()
+    announce = article(html, 3)
+    assert "— Sub-agent announce step</span>" in announce and "show prompt" in announce
+    assert "is-internal" not in article(html, 1)  # the task itself is the child's conversation
 
 
 def test_thinking_is_behind_a_toggle_and_its_signature_is_not_shown(viewer, world):
