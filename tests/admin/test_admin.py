@@ -39,6 +39,7 @@ from tests.conftest import (
     tool_result,
     user,
 )
+from tests.runs.helpers import completed_spawn
 
 groups_migration = importlib.import_module("sessions_app.migrations.0009_delivery_moves_here")
 
@@ -274,6 +275,26 @@ def test_transcript_collapses_tool_calls_and_marks_inter_session_provenance(op, 
     assert "toolResult exec (call_1)" in page
     assert "inter_session from agent:other:main via sessions_send" in page
     assert page.index("#5 assistant") < page.index("#1 user")  # newest first
+
+
+def test_internal_rows_are_one_folded_line(op, agent_main):
+    """Issue 29.4: a real completion prompt and its NO_REPLY each show their summary, the text
+    folded behind it; the sub-agent's report stays as it is."""
+    make_session("main", lastChannel="webchat")
+    completed_spawn(agent_main, label="papers")
+    main = Session.objects.get(key="agent:main:main")
+    page = op.get(change("session", main.pk)).content.decode()
+    prompt = page[page.index('id="seq-1"') :]
+    prompt = prompt[: prompt.index("</details>")]
+    assert (
+        '<details class="oc-internal"><summary>Sub-agent papers finished: success · show prompt'
+        "</summary><pre>A background task completed."
+    ) in prompt
+    assert (
+        '<details class="oc-internal"><summary>Replied NO_REPLY (nothing to send) · show message'
+    ) in page
+    report = page[page.index('id="seq-3"') : page.index('id="seq-2"')]
+    assert "oc-internal" not in report and "<pre>Status: success" in report
 
 
 def test_transcript_is_paged_newest_first(op, agents):

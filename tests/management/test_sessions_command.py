@@ -16,6 +16,7 @@ from django.core.management import CommandError, call_command
 from sessions_app.models import Run, Session
 from sessions_app.storage import cold_storage
 from tests.conftest import add_messages, assistant, make_session, tool_result, user
+from tests.runs.helpers import completed_spawn
 
 DAY_MS = 86_400_000
 NOT_FOUND = "Session not found. Run openclaw sessions list --json to choose a valid key."
@@ -75,6 +76,18 @@ def test_tail_prints_redacted_lines(three):
     assert "hunter2hunter2" not in text
     assert lines[1].endswith("toolResult: exec: ok")
     assert run("tail", "main", "--no-follow", "--tail", "1")[0].count("\n") == 1
+
+
+def test_tail_prints_an_internal_row_as_its_summary(agent_main):
+    """Issue 29.4: a real completion turn is two short lines, not the ~25-line prompt."""
+    make_session("main", lastChannel="webchat")
+    completed_spawn(agent_main, label="papers")
+    lines = run("tail", "main", "--no-follow")[0].splitlines()
+    assert lines[0].startswith("#1 ")
+    assert lines[0].endswith(" user: [internal] Sub-agent papers finished: success")
+    assert lines[1].endswith(" assistant: [internal] Replied NO_REPLY (nothing to send)")
+    assert " user: Status: success Result: Found 3 papers." in lines[2]
+    assert "background task" not in "\n".join(lines)
 
 
 def test_archive_and_delete_report_each_key(three):
