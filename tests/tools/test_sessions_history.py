@@ -8,6 +8,7 @@ import pytest
 from sessions_app.lib.sanitize import TRUNCATION_SUFFIX
 from tests.conftest import add_messages, assistant, set_config, tool_result, user
 from tests.history_helpers import history, texts
+from tests.runs.helpers import completed_spawn
 
 
 def test_returns_raw_messages_oldest_first_with_seq(agent_main, main_session):
@@ -209,6 +210,33 @@ def test_http_history_pages_by_cursor(agent_main, main_session):
     ).json()
     assert [m["content"] for m in last["messages"]] == ["m0", "m1"] and last["hasMore"] is False
     assert "nextCursor" not in last
+
+
+def test_http_history_marks_internal_rows_and_the_tool_and_export_stay_raw(
+    agent_main, main_session
+):
+    """Issue 29.4: on a real completion turn the HTTP history says which rows are internal
+    (`internal: {kind, summary}`, absent on the rest); sessions_history keeps 9.6's answer
+    (the prompt hidden, NO_REPLY shown, no new field) and the JSONL export stays raw."""
+    add_messages(main_session, user("find papers"))
+    completed_spawn(agent_main, label="papers")
+    page = agent_main.get("/api/v1/sessions/main/history/").json()
+    marks = [m.get("internal") for m in page["messages"]]
+    assert marks == [
+        None,
+        {"kind": "completion", "summary": "Sub-agent papers finished: success"},
+        {"kind": "skip", "summary": "Replied NO_REPLY (nothing to send)"},
+        None,  # the sub-agent's report is content
+    ]
+    assert page["messages"][1]["content"].startswith("A background task completed.")
+    tool = history(agent_main)
+    assert texts(tool)[0] == "find papers" and "NO_REPLY" in texts(tool)
+    assert len(tool["messages"]) == 3  # the completion prompt is hidden, as in 9.6
+    assert not any("internal" in m for m in tool["messages"])
+    export = b"".join(
+        agent_main.get("/api/v1/sessions/main/transcript.jsonl").streaming_content
+    ).decode()
+    assert '"internal":' not in export and "A background task completed." in export
 
 
 def test_http_history_of_a_missing_session_is_404(agent_main, agents):

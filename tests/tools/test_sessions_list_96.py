@@ -9,10 +9,11 @@ from django.utils import timezone
 
 from sessions_app.access.identity import requester_for
 from sessions_app.manage import session_admin
-from sessions_app.models import ApiKey, Run, Session
+from sessions_app.models import ApiKey, Message, Run, Session
 from sessions_app.reads import list_enrichment
 from sessions_app.tools.sessions_list import RELATIONSHIP_TEXT, sessions_list
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
+from tests.runs.helpers import completed_spawn
 
 
 @pytest.fixture
@@ -180,6 +181,41 @@ def test_last_message_preview_skips_tools_and_silent_rows(agent_main, see_agent)
         if r["key"] == session.key
     )
     assert row["lastMessagePreview"] == "It finished. All green."
+
+
+def test_last_message_preview_skips_internal_rows(agent_main, see_agent):
+    """Issue 29.4: a completion prompt (the real one a finished sub-agent gives its parent), a
+    sub-agent announce step and a silent reply beside thinking are never the preview."""
+    make_session("main")
+    completed_spawn(agent_main, label="papers")
+    prompt = Message.objects.get(
+        session__key="agent:main:main", provenance__sourceTool="subagent_announce"
+    )
+    session = make_session("agent:main:discord:dm:after")
+    add_messages(
+        session,
+        user("Any news?"),
+        assistant("Still looking."),
+        {"role": "user", "content": prompt.content, "provenance": prompt.provenance},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "nothing new"},
+                {"type": "text", "text": "REPLY_SKIP"},
+            ],
+        },
+        {
+            "role": "user",
+            "content": "Sub-agent announce step.",
+            "provenance": {"kind": "internal_system", "sourceTool": "sessions_spawn"},
+        },
+    )
+    row = next(
+        r
+        for r in listed(agent_main, includeLastMessage=True)["sessions"]
+        if r["key"] == session.key
+    )
+    assert row["lastMessagePreview"] == "Still looking."
 
 
 def test_enrichment_is_two_queries_for_a_page_of_giant_transcripts(agent_main, see_agent):
