@@ -60,14 +60,15 @@ PARENT_RULES = [
 
 def completed_spawn(api, *, label: str = "research") -> str:
     """`main` (scripted by PARENT_RULES) spawns a `research` sub-agent labelled `label` that
-    finishes; drain() runs the child and main's completion turn, so agent:main:main ends with
-    the real completion prompt and NO_REPLY. Returns the child's key."""
-    make_agent("main", subagents={"allowAgents": ["research"]}, backend=PARENT_RULES_BACKEND)
+    finishes; drain() runs the child and main's completion turn, so agent:main:main gets the
+    real completion prompt, main's NO_REPLY and the sub-agent's report. Returns the child's key."""
+    make_agent(
+        "main",
+        subagents={"allowAgents": ["research"]},
+        backend={"type": "scripted", "rules": PARENT_RULES},
+    )
     make_agent("research", backend={"type": "scripted", "rules": RESEARCH_RULES})
     details = api.details("sessions_spawn", {"agentId": "research", "task": "look", "label": label})
     assert details["status"] == "accepted", details
     drain()
     return details["childSessionKey"]
-
-
-PARENT_RULES_BACKEND = {"type": "scripted", "rules": PARENT_RULES}
