@@ -22,7 +22,7 @@ never breaks on a field it may send: each is checked and goes where it has a mea
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from openclaw_common import keys
@@ -162,7 +162,7 @@ def refuse_retired(params: dict) -> None:
             raise InvalidArgument(f"{name} is spawn lineage and cannot be patched")
 
 
-def read(raw: dict[str, Any]) -> dict[str, Any]:
+def read(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of this module present in `raw`, checked; None clears."""
     return {
         name: None if raw[name] is None else READERS[name](name, raw[name])

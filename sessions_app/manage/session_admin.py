@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +164,7 @@ def guards_of(params: dict[str, Any]) -> dict[str, Any]:
     return {name: params[name] for name in CHECKED_GUARDS if name in params}
 
 
-def read_patch(raw: dict[str, Any]) -> dict[str, Any]:
+def read_patch(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The patch fields present in `raw`, checked; `Patch setting required` when there are none.
     The tool's fields, and sessions.patch's others (patch_fields.py) that a tool call cannot
     carry (its declaration refuses unknown arguments)."""

@@ -14,6 +14,7 @@ Message ids are the transcript's entry ids (the JSONL export's `id`: the seq as 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -99,8 +100,18 @@ CONVERSATIONS_LIST = Declaration(
 )
 
 
+@CONVERSATIONS_LIST.arguments
+@dataclass(frozen=True)
+class ConversationsListArgs:
+    limit: int
+    search: str | None
+    channel: str | None
+    includeDerivedTitles: bool
+    includeLastMessage: bool
+
+
 def conversations_list(*, requester: Requester, args: Any) -> dict:
-    a = CONVERSATIONS_LIST.read(args)
+    a = CONVERSATIONS_LIST.read(args, ConversationsListArgs)
     limit = min(a.limit, 500)
     channel = (a.channel or "").lower()
     found: list[tuple[dict, dict]] = []
@@ -154,8 +165,14 @@ CONVERSATION_GET = Declaration(
 )
 
 
+@CONVERSATION_GET.arguments
+@dataclass(frozen=True)
+class ConversationGetArgs:
+    session_key: str
+
+
 def conversation_get(*, requester: Requester, args: Any) -> dict:
-    a = CONVERSATION_GET.read(args)
+    a = CONVERSATION_GET.read(args, ConversationGetArgs)
     session = resolve_session(requester, a.session_key, action="history")
     conversation = _session_conversation(session, requester)
     if conversation is None:
@@ -176,8 +193,15 @@ MESSAGES_READ = Declaration(
 )
 
 
+@MESSAGES_READ.arguments
+@dataclass(frozen=True)
+class MessagesReadArgs:
+    session_key: str
+    limit: int
+
+
 def messages_read(*, requester: Requester, args: Any) -> dict:
-    a = MESSAGES_READ.read(args)
+    a = MESSAGES_READ.read(args, MessagesReadArgs)
     history = TOOLS.call(
         "sessions_history",
         requester=requester,
@@ -205,6 +229,14 @@ ATTACHMENTS_FETCH = Declaration(
 )
 
 
+@ATTACHMENTS_FETCH.arguments
+@dataclass(frozen=True)
+class AttachmentsFetchArgs:
+    session_key: str
+    message_id: str
+    limit: int
+
+
 def _seq_of_id(raw: str) -> int | None:
     try:
         seq = int(raw, 16)
@@ -214,7 +246,7 @@ def _seq_of_id(raw: str) -> int | None:
 
 
 def attachments_fetch(*, requester: Requester, args: Any) -> dict:
-    a = ATTACHMENTS_FETCH.read(args)
+    a = ATTACHMENTS_FETCH.read(args, AttachmentsFetchArgs)
     session = cold_storage.ensure_hot(resolve_session(requester, a.session_key, action="history"))
     seq = _seq_of_id(a.message_id)
     rows = transcript.message_rows(Message.objects.filter(session=session, seq=seq)) if seq else []
@@ -252,10 +284,17 @@ MESSAGES_SEND = Declaration(
 )
 
 
+@MESSAGES_SEND.arguments
+@dataclass(frozen=True)
+class MessagesSendArgs:
+    session_key: str
+    text: str
+
+
 def messages_send(*, requester: Requester, args: Any) -> dict:
     """Append the text as an assistant message and hand it to the outbox in one transaction (the
     send policy decides there: a denied send is stored `blocked`, not delivered)."""
-    a = MESSAGES_SEND.read(args)
+    a = MESSAGES_SEND.read(args, MessagesSendArgs)
     with transaction.atomic():
         session = resolve_session(requester, a.session_key, action="send")
         if _session_conversation(session, requester) is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -77,6 +78,15 @@ POLL = Declaration(
     ),
 )
 
+
+@POLL.arguments
+@dataclass(frozen=True)
+class PollArgs:
+    after_cursor: int
+    session_key: str | None
+    limit: int
+
+
 WAIT = Declaration(
     name="events_wait",
     description=(
@@ -95,6 +105,14 @@ WAIT = Declaration(
     ),
     result=obj({"event": {"anyOf": [EVENT, {"type": "null"}]}, "gap": ANY_OBJECT}, ("event",)),
 )
+
+
+@WAIT.arguments
+@dataclass(frozen=True)
+class WaitArgs:
+    after_cursor: int | None
+    session_key: str | None
+    timeout_ms: int
 
 
 def _messages(requester: Requester, session_key: str | None):
@@ -189,14 +207,14 @@ def newest_cursor(requester: Requester, session_key: str | None) -> int:
 
 
 def events_poll(*, requester: Requester, args: Any) -> dict:
-    a = POLL.read(args)
+    a = POLL.read(args, PollArgs)
     events = read_events(requester, a.after_cursor, a.session_key, min(a.limit, MAX_LIMIT))
     return {"events": events, "next_cursor": events[-1]["cursor"] if events else a.after_cursor}
 
 
 def events_wait(*, requester: Requester, args: Any) -> dict:
     """The sync form (no hub): reads every FALLBACK_SECONDS / 8 until the deadline."""
-    a = WAIT.read(args)
+    a = WAIT.read(args, WaitArgs)
     after = (
         a.after_cursor if a.after_cursor is not None else newest_cursor(requester, a.session_key)
     )
@@ -209,7 +227,7 @@ def events_wait(*, requester: Requester, args: Any) -> dict:
 
 
 async def events_wait_async(*, requester: Requester, args: Any, idempotency_key=None) -> dict:
-    a = WAIT.read(args)
+    a = WAIT.read(args, WaitArgs)
     after = a.after_cursor
     if after is None:
         after = await in_thread(newest_cursor)(requester, a.session_key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from openclaw_common import keys
@@ -57,12 +58,18 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class AgentsListArgs:
+    pass
+
+
 def agents_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     """{requester, allowAny, agents: [{id, name?, description?, configured, model?,
     agentRuntime?, models?}]}, requester first; `models` is the agent's model catalog
     (model_catalog.py). Configured agents carry `model` (provider/model, when one is known) and
     `agentRuntime` {id, source} (9.6 §4.5)."""
-    DECLARATION.read(args)
+    DECLARATION.read(args, AgentsListArgs)
     configured = {a.id: a for a in Agent.objects.all()}
     me = requester.agent_id
     allow = [str(x).strip() for x in (configured[me].allow_agents if me in configured else [])]

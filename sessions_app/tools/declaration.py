@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 from openclaw_common.errors import InvalidArgument
 
 from ..lib.args import Args
 
 log = logging.getLogger("openclaw.tools")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -181,18 +182,35 @@ class Declaration:
     def names(self) -> frozenset[str]:
         return frozenset(p.name for p in self.params)
 
-    def read(self, raw: Any) -> SimpleNamespace:
+    def read(self, raw: Any, into: type[T]) -> T:
         """Check `raw` and return each parameter's value by name, in declaration order (so the
-        first bad argument is the one named). Raises InvalidArgument."""
+        first bad argument is the one named), as `into`: the tool's frozen dataclass of its
+        arguments (checked by `arguments`), so mypy knows each one's type. Raises
+        InvalidArgument."""
         if isinstance(raw, Mapping):
             for name, message in self.refused.items():
                 if name in raw:
                     raise InvalidArgument(message.format(name=name))
         args = Args(self.camel(raw), self.names, tool=self.name)
-        values = SimpleNamespace(raw=args.raw)
-        for param in self.params:
-            setattr(values, param.name, param.read(args))
-        return values
+        values = {param.name: param.read(args) for param in self.params}
+        if RAW in _field_names(into):
+            values[RAW] = args.raw
+        return into(**values)
+
+    def arguments(self, cls: type[T]) -> type[T]:
+        """Class decorator for a tool's dataclass of arguments: its fields must be exactly the
+        parameters (plus `raw`, the arguments as sent, for a tool that reads them itself), so a
+        parameter added, renamed or misspelt on one side fails at import, not at the call."""
+        fields_ = _field_names(cls) - {RAW}
+        if fields_ != self.names:
+            missing = sorted(self.names - fields_)
+            extra = sorted(fields_ - self.names)
+            raise TypeError(
+                f"{cls.__name__} does not match the {self.name} declaration:"
+                f" missing {missing}, not parameters {extra}"
+            )
+        ARGUMENTS[self.name] = cls
+        return cls
 
     def known(self, raw: Any) -> Any:
         """`raw` without the names this tool does not take, each logged once per tool and name
@@ -253,6 +271,17 @@ class Declaration:
         if required:
             schema["required"] = required
         return schema
+
+
+# Each declaration's arguments dataclass by the declaration's name (tests check the field types).
+ARGUMENTS: dict[str, type] = {}
+
+# The field of a tool's arguments dataclass that holds the arguments as sent (after camel()).
+RAW = "raw"
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
 
 
 # The JSON types whose parameters 9.6 also reads by their snake_case name (booleans and objects

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from openclaw_common import keys
@@ -81,6 +82,14 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class StatusArgs:
+    sessionKey: str | None
+    model: str | None
+    changesSince: int | None
+
+
 def status_session(requester: Requester, raw: str | None) -> Session:
     """The session `raw` names (default the caller's), if the caller may see it: 9.6's
     `Unknown sessionKey` / `Unknown sessionId` texts, visibility with the `Session status`
@@ -109,7 +118,7 @@ def session_status(*, requester: Requester, args: dict[str, Any] | None) -> dict
     200, `historyGap` when older ones are gone); with `model`, the session's model is set
     ("default" clears it) and model, modelProvider and modelOverride are reported.
     """
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, StatusArgs)
     session = status_session(requester, a.sessionKey)
     changed_model = False
     if a.model is not None:

@@ -7,7 +7,8 @@ their visibility shows them).
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from openclaw_common import keys
@@ -127,12 +128,40 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class SessionsArgs:
+    action: str
+    sessionKey: str | None
+    expectedSessionId: str | None
+    targets: Any
+    label: Any
+    icon: Any
+    color: Any
+    group: Any
+    statusNote: Any
+    attention: Any
+    ttlMinutes: Any
+    pinned: Any
+    archived: Any
+    model: Any
+    thinkingLevel: Any
+    sendPolicy: Any
+    ownerType: str | None
+    ownerId: str | None
+    names: Any
+    name: str | None
+    to: str | None
+    deleteTranscript: bool
+    raw: Mapping[str, Any]  # the arguments as sent (after camel())
+
+
 def sessions(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     """Do `action` (§2.3). Bad input is InvalidArgument (400); a session the caller may not
     manage is Forbidden (`Session not visible from session tools: <key>`), and so is any call
     from a model turn the owner did not start, or from a sub-agent (session_admin.check_owner)."""
     session_admin.check_owner(requester)
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, SessionsArgs)
     if a.action not in ACTIONS:
         raise InvalidArgument(f"Unknown action: {a.action}")
     if a.targets is not None and (
@@ -150,7 +179,7 @@ def _caller(requester: Requester) -> session_admin.Caller:
     )
 
 
-def _patch(requester: Requester, a: SimpleNamespace) -> dict:
+def _patch(requester: Requester, a: SessionsArgs) -> dict:
     changes = session_admin.read_patch(a.raw)
     session_admin.check_send_policy_override(requester, changes)
     caller = _caller(requester)
@@ -167,7 +196,7 @@ def _patch(requester: Requester, a: SimpleNamespace) -> dict:
 
 
 def _other_session(
-    requester: Requester, a: SimpleNamespace, *, own_text: str, expected: bool = False
+    requester: Requester, a: SessionsArgs, *, own_text: str, expected: bool = False
 ) -> session_admin.Session:
     """The session `sessionKey` names (required; `expectedSessionId` too when `expected`),
     which may not be the caller's own (`own_text`)."""
@@ -181,21 +210,22 @@ def _other_session(
     return session
 
 
-def _reset(requester: Requester, a: SimpleNamespace) -> dict:
+def _reset(requester: Requester, a: SessionsArgs) -> dict:
     session = _other_session(requester, a, own_text=SELF_RESET_TEXT)
     return session_admin.reset(
         session, expected_session_id=a.expectedSessionId, settings=requester.key_settings
     )
 
 
-def _delete(requester: Requester, a: SimpleNamespace) -> dict:
+def _delete(requester: Requester, a: SessionsArgs) -> dict:
     session = _other_session(requester, a, own_text=SELF_DELETE_TEXT, expected=True)
+    assert a.expectedSessionId is not None  # _other_session(expected=True) refused its absence
     return session_admin.archive_then_delete(
         session, expected_session_id=a.expectedSessionId, settings=requester.key_settings
     )
 
 
-def _assign_owner(requester: Requester, a: SimpleNamespace) -> dict:
+def _assign_owner(requester: Requester, a: SessionsArgs) -> dict:
     if a.ownerType not in ("human", "agent") or a.ownerId is None:
         raise InvalidArgument(OWNER_TEXT)
     session = session_admin.find_managed(requester, a.sessionKey or requester.session_key)
@@ -213,11 +243,12 @@ def _assign_owner(requester: Requester, a: SimpleNamespace) -> dict:
     }
 
 
-def _cloud_profiles(requester: Requester, a: SimpleNamespace) -> dict:
+def _cloud_profiles(requester: Requester, a: SessionsArgs) -> dict:
     raise InvalidArgument("cloud_profiles is available on cloud workers only")
 
 
-HANDLERS = {
+# Typed so mypy checks the lambdas' use of the arguments too.
+HANDLERS: dict[str, Callable[[Requester, SessionsArgs], dict]] = {
     "cloud_profiles": _cloud_profiles,
     "patch": _patch,
     "reset": _reset,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from openclaw_common import keys
@@ -94,6 +95,18 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class HistoryArgs:
+    sessionKey: str
+    limit: int
+    includeTools: bool
+    offset: int
+    messageId: str | None
+    sessionId: str | None
+    pendingBefore: int | None
+
+
 def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     """The transcript of one session (key or sessionId), newest `limit` messages, oldest first.
 
@@ -103,7 +116,7 @@ def sessions_history(*, requester: Requester, args: dict[str, Any] | None) -> di
     skips the newest N raw transcript positions; `nextOffset` continues backwards while
     `hasMore`. `messageId` reads around one message instead (9.6 §4.2).
     """
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, HistoryArgs)
     if a.sessionId and not a.messageId:
         raise InvalidArgument("sessionId requires messageId")
     named = resolve_session(requester, a.sessionKey, action="history")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -123,6 +123,31 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class ListArgs:
+    kinds: list[str] | None
+    limit: int
+    activeMinutes: int | None
+    messageLimit: int
+    offset: int
+    agentId: str | None
+    label: str | None
+    search: str | None
+    archived: bool | str
+    relationship: str | None
+    ownerId: str | None
+    creatorId: str | None
+    projectId: str | None
+    workspaceDir: str | None
+    group: str | None
+    pinned: bool | None
+    activeOnly: bool | None
+    excludeSubagents: bool
+    includeDerivedTitles: bool
+    includeLastMessage: bool
+
+
 def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     """List the sessions `requester` may see, most recently updated first.
 
@@ -132,7 +157,7 @@ def sessions_list(*, requester: Requester, args: dict[str, Any] | None) -> dict:
     subject, sessionId), archived (false | true | "all").
     Returns {count, sessions, limitApplied, offset, hasMore, nextOffset?}.
     """
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, ListArgs)
     kinds = [k for k in (a.kinds or []) if k in keys.KINDS]
     limit_applied = min(a.limit, MAX_LIMIT)
     message_limit = min(a.messageLimit, MAX_MESSAGE_LIMIT)
@@ -199,7 +224,7 @@ SCOPES = {
 }
 
 
-def filters_96(a: SimpleNamespace) -> Q:
+def filters_96(a: ListArgs) -> Q:
     """The 9.6 filters (§4.1) as one Q. `relationship` needs a requesting user; callers here
     are API keys and sessions, never users, so it is refused with 9.6's text (a 400 here,
     where 9.6 throws)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q
@@ -78,6 +79,15 @@ DECLARATION = Declaration(
     ),
     # No `rpc`: 9.6's sessions.search RPC takes other parameters (sessionKeys, scope).
 )
+
+
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class SearchArgs:
+    query: str
+    sessionKey: str | None
+    limit: int
+    includeTools: bool
 
 
 def _query(raw: Any) -> list[str]:
@@ -157,7 +167,7 @@ def sessions_search(*, requester: Requester, args: dict[str, Any] | None) -> dic
     Args(args, DECLARATION.names, tool=DECLARATION.name)  # the object and unknown names first
     tokens = _query(args)
     _limit(args)
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, SearchArgs)
     scope = search_scope(requester, a.sessionKey)
     return message_search.find_messages(
         tokens,

@@ -8,8 +8,8 @@ A wait that times out leaves the run going; the reply loop and announce still ha
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -158,6 +158,22 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class SendArgs:
+    message: str | None
+    sessionKey: str | None
+    label: str | None
+    agentId: str | None
+    timeoutSeconds: int
+    mode: str | None
+    watch: bool
+    SendMessage: str | None
+    content: str | None
+    text: str | None
+    raw: Mapping[str, Any]  # the arguments as sent (after camel())
+
+
 @dataclass
 class SendPlan:
     result: dict | None  # already decided (a refusal or an error): no run to wait for
@@ -205,7 +221,7 @@ def resolve_label(requester: Requester, label: str, agent_id: str | None) -> Ses
     return session
 
 
-def _message_of(a: SimpleNamespace) -> str:
+def _message_of(a: SendArgs) -> str:
     """`message`, else its aliases (reference §4.1): the first that is not blank."""
     for name in ("message", *MESSAGE_ALIASES):
         value = getattr(a, name)
@@ -214,7 +230,7 @@ def _message_of(a: SimpleNamespace) -> str:
     raise InvalidArgument("message required")
 
 
-def _timeout_of(a: SimpleNamespace) -> int:
+def _timeout_of(a: SendArgs) -> int:
     """The wait: steer never waits; resume only admits (a positive timeout or watch is a 400)."""
     if a.mode == "resume":
         asked = a.raw.get("timeoutSeconds") is not None and a.timeoutSeconds > 0
@@ -245,7 +261,7 @@ def _agent_main(requester: Requester, agent_id: str, mode: str | None) -> Sessio
     return resolve_session(requester, key, action="send")
 
 
-def _target(requester: Requester, a: SimpleNamespace) -> Session | SendPlan:
+def _target(requester: Requester, a: SendArgs) -> Session | SendPlan:
     """The session a send goes to, or the refusal."""
     raw_key, label, agent_id = a.sessionKey, a.label, a.agentId
     if raw_key and label:
@@ -257,6 +273,7 @@ def _target(requester: Requester, a: SimpleNamespace) -> Session | SendPlan:
             return resolve_session(requester, raw_key, action="send")
         if label:
             return resolve_label(requester, label, agent_id)
+        assert agent_id is not None  # with neither sessionKey nor label, refused above
         return _agent_main(requester, agent_id, a.mode)
     except Refusal as exc:
         shown = (
@@ -272,7 +289,7 @@ def _target(requester: Requester, a: SimpleNamespace) -> Session | SendPlan:
 def start_send(
     *, requester: Requester, args: dict[str, Any] | None, idempotency_key: str | None = None
 ) -> SendPlan:
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, SendArgs)
     message = _message_of(a)
     timeout = _timeout_of(a)
     session = _target(requester, a)
@@ -312,7 +329,7 @@ def _refusal(requester: Requester, session: Session, *, timeout: int) -> str | N
 def _dispatch(
     requester: Requester,
     session: Session,
-    a: SimpleNamespace,
+    a: SendArgs,
     message: str,
     shown: str,
     timeout: int,

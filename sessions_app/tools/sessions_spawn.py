@@ -17,6 +17,7 @@ child `agent:<harness>:acp:<uuid>`, with the same shape of result and refusals.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from openclaw_common.errors import InvalidArgument
@@ -267,12 +268,47 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class SpawnArgs:
+    task: str
+    label: str | None
+    runtime: str | None
+    mode: str | None
+    thread: bool
+    cleanup: str
+    sandbox: str
+    runTimeoutSeconds: int | None
+    timeoutSeconds: int | None
+    agentId: str | None
+    cwd: str | None
+    streamTo: str | None
+    model: str | None
+    thinking: str | None
+    completionTarget: str | None
+    expectsCompletionMessage: bool
+    attachments: Any
+    attachAs: Any
+    context: str
+    taskName: str | None
+    lightContext: bool
+    visible: bool
+    group: str | None
+    placement: str | None
+    projectId: str | None
+    projectGitUrl: str | None
+    collect: bool
+    outputSchema: Any
+    groupId: str | None
+    fastMode: Any
+
+
 # --- reading the arguments ---
 
 
 def read_request(args: Any) -> SpawnRequest:
     args, worktree = split_worktree_options(args)
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, SpawnArgs)
     task_name = check_task_name(a.taskName)
     if not a.visible and (worktree or a.projectId is not None or a.projectGitUrl is not None):
         raise InvalidArgument(NEEDS_VISIBLE)

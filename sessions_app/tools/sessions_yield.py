@@ -4,6 +4,7 @@ sends a continuation (a plain sessions_send). docs/orchestration.md."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -73,10 +74,18 @@ DECLARATION = Declaration(
 )
 
 
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class YieldArgs:
+    message: str | None
+    acknowledgment: str | None
+    waitFor: str | None
+
+
 def sessions_yield(*, requester: Requester, args: Any) -> dict:
     """Checks in 9.6's order: waitFor, a turn to yield, this turn's children, earlier turns'
     children, a pause; then the turn ends ({status: "yielded"})."""
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, YieldArgs)
     if a.waitFor is not None and a.waitFor != "message":
         return {"status": "error", "error": BAD_WAIT_FOR}
     turn = current_run.get()

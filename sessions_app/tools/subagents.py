@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -116,6 +117,16 @@ DECLARATION = Declaration(
         ("status",),
     ),
 )
+
+
+@DECLARATION.arguments
+@dataclass(frozen=True)
+class SubagentsArgs:
+    action: str | None
+    recentMinutes: int
+    taskId: str | None
+    taskIds: Any
+    timeoutSeconds: int
 
 
 # --- rows ---------------------------------------------------------------------------------------
@@ -321,7 +332,7 @@ UNSUPPORTED = {"status": "error", "error": "Unsupported action."}
 def subagents(*, requester: Requester, args: Any) -> dict[str, Any]:
     """Synchronous form (an agent's own call during its run): `wait` holds this worker for at
     most timeoutSeconds (≤ 60), polling the database."""
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, SubagentsArgs)
     action = _action(a)
     if action is None:
         return UNSUPPORTED
@@ -344,7 +355,7 @@ async def subagents_async(
     *, requester: Requester, args: Any, idempotency_key: str | None = None
 ) -> dict[str, Any]:
     """For async adapters (/tools/invoke, /ws/, MCP): `wait` holds no thread while it waits."""
-    a = DECLARATION.read(args)
+    a = DECLARATION.read(args, SubagentsArgs)
     action = _action(a)
     if action != "wait":
         return await sync_to_async(subagents)(requester=requester, args=args)

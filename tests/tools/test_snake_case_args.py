@@ -12,7 +12,7 @@ from sessions_app.api import send_body
 from sessions_app.mcp.server import MCP_TOOLS
 from sessions_app.tools import TOOLS
 from sessions_app.tools import offer as tool_specs
-from sessions_app.tools.declaration import Boolean, _snake, _types
+from sessions_app.tools.declaration import ARGUMENTS, Boolean, _snake, _types
 from tests.conftest import add_messages, assistant, make_session, set_config, user
 
 NAMES = list(TOOLS.names)
@@ -59,10 +59,11 @@ def test_each_snake_case_spelling_reads_as_its_parameter(name):
     for param, snake in params:
         value = sample(param)
         required = {p.name: sample(p) for p in declaration.params if p.required and p is not param}
-        by_snake = declaration.read({**required, snake: value})
-        by_camel = declaration.read({**required, param.name: value})
+        by_snake = declaration.read({**required, snake: value}, ARGUMENTS[name])
+        by_camel = declaration.read({**required, param.name: value}, ARGUMENTS[name])
         assert getattr(by_snake, param.name) == getattr(by_camel, param.name) is not None
-        assert snake not in by_snake.raw and param.name in by_snake.raw
+        as_read = declaration.camel({**required, snake: value})  # what a tool's `raw` keeps
+        assert snake not in as_read and param.name in as_read
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -76,12 +77,12 @@ def test_booleans_have_no_snake_case_spelling(name):
         with pytest.raises(
             InvalidArgument, match=f"^Unknown argument for {name}: {_snake(param.name)}$"
         ):
-            declaration.read({_snake(param.name): True})
+            declaration.read({_snake(param.name): True}, ARGUMENTS[name])
 
 
 def test_the_camel_case_spelling_wins_when_both_are_sent():
     declaration = TOOLS.get("sessions_list").declaration
-    a = declaration.read({"message_limit": 1, "messageLimit": 3})
+    a = declaration.read({"message_limit": 1, "messageLimit": 3}, ARGUMENTS["sessions_list"])
     assert a.messageLimit == 3
 
 
@@ -96,7 +97,7 @@ def test_names_neither_spelling_knows_are_still_refused():
         with pytest.raises(
             InvalidArgument, match=f"^Unknown argument for session_status: {named}$"
         ):
-            declaration.read(raw)
+            declaration.read(raw, ARGUMENTS["session_status"])
 
 
 @pytest.mark.parametrize("name", NAMES)

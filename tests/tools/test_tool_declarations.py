@@ -4,13 +4,28 @@ declaration, and agree. (The WebSocket RPCs: tests/live/test_tool_rpcs.py.)"""
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import jsonschema
 import pytest
 from django.test import Client
 
 from sessions_app.api import schema as api_schema
+from sessions_app.mcp.server import MCP_TOOLS
 from sessions_app.runs import tool_policy
 from sessions_app.tools import TOOLS, offer
+from sessions_app.tools.declaration import (
+    ARGUMENTS,
+    Boolean,
+    Choice,
+    Integer,
+    String,
+    StringList,
+    Structured,
+)
 from tests.conftest import (
     add_messages,
     assistant,
@@ -92,7 +107,54 @@ def test_the_reader_accepts_what_is_offered_and_refuses_the_rest(name):
         "sessions_send": {"SendMessage", "content", "text"},
     }.get(name, set())
     with pytest.raises(Exception, match=f"Unknown argument for {name}: nope"):
-        declaration.read({"nope": 1})
+        declaration.read({"nope": 1}, ARGUMENTS[name])
+
+
+def expected_type(param) -> Any:
+    """The type a parameter's reader returns (its `read` annotation, narrowed where the reader
+    guarantees a value: an Integer or Boolean with a default, a required String)."""
+    if isinstance(param, Integer):
+        return int if param.default is not None else int | None
+    if isinstance(param, Boolean):
+        return bool if param.default is not None else bool | None
+    if isinstance(param, String):
+        return str if param.required else str | None
+    if isinstance(param, StringList):
+        return list[str] | None
+    assert isinstance(param, Structured), param
+    return Any  # the tool checks the value itself
+
+
+@pytest.mark.parametrize("name", list(MCP_TOOLS.names))
+def test_each_tools_arguments_are_a_dataclass_typed_as_its_declaration_reads(name):
+    """`Declaration.read` builds the tool's dataclass (so mypy checks each `a.name`): one field
+    per parameter (the decorator checked the names at import), typed as the reader returns it."""
+    declaration = MCP_TOOLS.get(name).declaration
+    hints = typing.get_type_hints(ARGUMENTS[name])
+    if "raw" in hints:
+        assert hints.pop("raw") == Mapping[str, Any]
+    assert list(hints) == [p.name for p in declaration.params]  # in declaration order
+    for param in declaration.params:
+        if isinstance(param, Choice):
+            # Every value the choice maps to, and its default, is of the field's type.
+            for value in (*param.choices.values(), param.default):
+                assert isinstance(value, hints[param.name]), (param.name, value)
+        else:
+            assert hints[param.name] == expected_type(param), param.name
+
+
+def test_arguments_that_do_not_match_the_declaration_fail_at_import():
+    declaration = TOOLS.get("session_status").declaration
+    with pytest.raises(
+        TypeError, match=r"missing \['changesSince'\], not parameters \['changes'\]"
+    ):
+
+        @declaration.arguments
+        @dataclass(frozen=True)
+        class Misspelt:
+            sessionKey: str | None
+            model: str | None
+            changes: int | None
 
 
 def test_the_rest_list_endpoint_takes_the_tool_arguments(db, anonymous):
