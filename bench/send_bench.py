@@ -45,6 +45,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openclaw_site.settings")
+import django  # noqa: E402
+
+django.setup()  # (the serve command's module imports the app's modules at its top)
+
 from bench.http_bench import Client, free_port  # noqa: E402
 from sessions_app.management.commands.serve import server_command  # noqa: E402
 
