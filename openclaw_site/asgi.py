@@ -11,6 +11,7 @@ from django.urls import path  # noqa: E402
 # collectstatic or separate web server. Behind a proxy in production, serve STATIC_ROOT there.
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
+from openclaw_site import page_gate  # noqa: E402
 from openclaw_site.middleware import ApiHandler, is_api_request  # noqa: E402
 from sessions_app.api import door  # noqa: E402
 from sessions_app.live.consumer import websocket_app  # noqa: E402
@@ -35,7 +36,7 @@ async def http_app(scope, receive, send):
     elif is_api_request(scope):
         app = api_app
     else:
-        await django_asgi_app(scope, receive, send)  # pages: cookies, the full stack
+        await page_app(scope, receive, send)  # pages: cookies, the full stack
         return
     # Every API request passes the door first: its credential's place and, for a credential
     # not yet seen to authenticate here, a place among the unchecked (sessions_app/api/door.py).
@@ -53,6 +54,32 @@ async def http_app(scope, receive, send):
         await app({**scope, door.TICKET: ticket}, receive, send_through)
     finally:
         ticket.leave()
+
+
+async def page_app(scope, receive, send):
+    # Every other request (pages, the admin, the browser, static files) passes the pages' gate:
+    # a place in its count, so a flood of them cannot take every thread (openclaw_site/page_gate.py).
+    place = await page_gate.admit(scope)
+    if place is None:  # the gate is off
+        await django_asgi_app(scope, receive, send)
+        return
+    if not isinstance(place, page_gate.Place):
+        await page_gate.send_429(scope, send, place)
+        return
+
+    async def send_through(message):
+        # The place goes back as the last of the answer leaves (or an event stream starts).
+        await send(message)
+        kind = message["type"]
+        if (kind == "http.response.start" and door.is_stream(message)) or (
+            kind == "http.response.body" and not message.get("more_body", False)
+        ):
+            place.leave()
+
+    try:
+        await django_asgi_app({**scope, page_gate.PLACE: place}, receive, send_through)
+    finally:
+        place.leave()  # the client left, or the app failed
 
 
 def _header(scope, name: bytes) -> str | None:

@@ -25,6 +25,8 @@ from django.http import HttpResponseBadRequest
 from django.middleware import clickjacking, common, security
 from django.utils.deprecation import MiddlewareMixin
 
+from . import page_gate
+
 API_PREFIXES = ("/api/", "/tools/")
 
 
@@ -85,6 +87,20 @@ class ContentSecurityPolicyMiddleware(InlineHooksMixin, MiddlewareMixin):
             and "Content-Security-Policy" not in response
         ):
             response["Content-Security-Policy"] = self.policy
+        return response
+
+
+class PageGateMiddleware(InlineHooksMixin, MiddlewareMixin):
+    """Tells the pages' gate (openclaw_site/page_gate.py) whether the request's session cookie
+    belongs to a signed-in user, so that user's next requests take the signed-in count, which a
+    flood of anonymous or made-up-cookie requests cannot fill. Only when the page itself looked
+    the user up (AuthenticationMiddleware's `_cached_user`): this costs no query of its own."""
+
+    def process_response(self, request, response):
+        place = getattr(request, "scope", {}).get(page_gate.PLACE)
+        user = getattr(request, "_cached_user", None)
+        if place is not None and user is not None:
+            place.signed_in(bool(user.is_authenticated))
         return response
 
 

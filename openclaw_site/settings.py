@@ -108,6 +108,7 @@ MIDDLEWARE = [
     "openclaw_site.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "openclaw_site.middleware.PageGateMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "openclaw_site.middleware.XFrameOptionsMiddleware",
     "openclaw_site.middleware.ContentSecurityPolicyMiddleware",
@@ -400,6 +401,11 @@ OPENCLAW_API_UNCHECKED_LIMIT = int(os.environ.get("OPENCLAW_API_UNCHECKED_LIMIT"
 # A request finding one of those counts full waits at the door this long for a place (when
 # fewer wait than the count has places), then 429.
 OPENCLAW_API_QUEUE_SECONDS = float(os.environ.get("OPENCLAW_API_QUEUE_SECONDS", "5"))
+# Pages, the admin, the browser and static files (everything the door above does not see):
+# requests in flight per web process in each of three counts (no session cookie, a cookie not
+# yet seen signed in, a signed-in user's); the next is a 429 before Django
+# (openclaw_site/page_gate.py). 0 turns it off.
+OPENCLAW_PAGE_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_PAGE_CONCURRENCY_LIMIT", "32"))
 OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
 OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
 # The proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated): a request from

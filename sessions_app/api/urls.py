@@ -1,7 +1,8 @@
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
 from . import async_views, catalog_views, manage_views, policy_views, views
+from .schema_view import CachedSchemaView
 
 urlpatterns = [
     path("sessions/", views.SessionsView.as_view(), name="sessions"),
@@ -47,6 +48,6 @@ urlpatterns = [
     path("policies/", policy_views.PoliciesView.as_view(), name="policies"),
     path("policies/dry-run/", policy_views.PolicyDryRunView.as_view(), name="policies-dry-run"),
     path("policies/<str:rule_id>/", policy_views.PolicyRuleView.as_view(), name="policy-rule"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("schema/", CachedSchemaView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
