@@ -667,3 +667,246 @@ def test_a_refused_websocket_upgrade_is_a_429_where_the_server_can_say_so(
             assert start["status"] == 429 and (b"retry-after", b"1") in start["headers"]
     finally:
         monkeypatch.setattr(door, "_unchecked", 0)
+
+
+# --- the pages' gate (openclaw_site/page_gate.py) --------------------------------------------
+
+
+@pytest.fixture
+def page_state():
+    from openclaw_site import page_gate
+
+    page_gate.forget()
+    yield page_gate
+    page_gate.forget()
+    assert page_gate.counts() == {
+        "anonymous": 0,
+        "session": 0,
+        "signed in": 0,
+        "waiting": 0,
+        "known": 0,
+    }
+
+
+def page_stand_in(monkeypatch):
+    """Django's page stack replaced by an app that stays in flight until released; the API's
+    own stand-in as well, so a keyed request shows it was let through."""
+    import openclaw_site.asgi as entry
+
+    application, inside, release = stand_in(monkeypatch)
+
+    async def slow_pages(scope, receive, send):
+        inside.append(scope)
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"<html></html>"})
+
+    monkeypatch.setattr(entry, "django_asgi_app", slow_pages)
+    return application, inside, release
+
+
+async def _page(application, path: str, *, headers=(), sent=None) -> int:
+    """One GET of a page through the ASGI application; its messages go to `sent`."""
+    sent = [] if sent is None else sent
+    bodies = [{"type": "http.request", "body": b"", "more_body": False}]
+
+    async def receive():
+        if bodies:
+            return bodies.pop()
+        await asyncio.Event().wait()  # the client stays connected
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": list(headers),
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    await application(scope, receive, send)
+    return next(m["status"] for m in sent if m["type"] == "http.response.start")
+
+
+def test_a_page_flood_past_the_limit_is_429_while_a_keyed_request_passes(
+    db, settings, monkeypatch, door_state, page_state
+):
+    """3,000 anonymous `GET /accounts/login/` were all served on Django's threads while a keyed
+    client waited seconds (issue 28): now at most the limit reach Django; the rest are a 429
+    written before it, and an API request is not counted with them."""
+    settings.OPENCLAW_PAGE_CONCURRENCY_LIMIT = 3
+    application, inside, release = page_stand_in(monkeypatch)
+    refused: list[dict] = []
+
+    async def flood():
+        pages = [
+            asyncio.create_task(_page(application, path, sent=refused if i >= 3 else None))
+            for i, path in enumerate(["/accounts/login/", "/admin/", "/ui/", "/static/x.css"] * 3)
+        ]
+        while len(inside) < 3 or sum(not p.done() for p in pages) > 3:
+            await asyncio.sleep(0.01)
+        assert page_state.counts()["anonymous"] == 3
+        keyed = asyncio.create_task(
+            _asgi(application, "/api/v1/sessions/", "Bearer k", method="GET")
+        )
+        while len(inside) < 4:
+            await asyncio.sleep(0.01)
+        release.set()
+        return [await p for p in pages], await keyed
+
+    statuses, keyed = asyncio.run(flood())
+    assert sorted(statuses) == [200] * 3 + [429] * 9 and keyed == 200
+    start = next(m for m in refused if m["type"] == "http.response.start")
+    headers = dict(start["headers"])
+    assert headers[b"retry-after"] == b"1" and headers[b"content-type"] == b"application/json"
+    body = json.loads(next(m for m in refused if m["type"] == "http.response.body")["body"])
+    assert body["error"] == {
+        "type": "rate_limited",
+        "message": "too many requests without a session: at most 3 are served at once on this "
+        "server process (OPENCLAW_PAGE_CONCURRENCY_LIMIT); retry shortly",
+    }
+
+
+def test_a_browser_gets_a_line_of_text(db, settings, monkeypatch, page_state):
+    settings.OPENCLAW_PAGE_CONCURRENCY_LIMIT = 1
+    monkeypatch.setitem(page_state._held, page_state.ANONYMOUS, 1)  # a page in flight
+    sent: list[dict] = []
+    try:
+        status = asyncio.run(
+            _page(
+                __import__("openclaw_site.asgi").asgi.application,
+                "/accounts/login/",
+                headers=[(b"accept", b"text/html,application/xhtml+xml,*/*;q=0.8")],
+                sent=sent,
+            )
+        )
+    finally:
+        page_state._held[page_state.ANONYMOUS] = 0
+    assert status == 429
+    headers = dict(sent[0]["headers"])
+    assert headers[b"content-type"] == b"text/plain; charset=utf-8"
+    assert sent[1]["body"].startswith(b"429 Too Many Requests: too many requests without a")
+
+
+def test_a_page_flood_does_not_block_a_session_cookie(db, settings, monkeypatch, page_state):
+    """Anonymous requests fill their own count; a signed-in browser's requests (its session
+    cookie seen signed in) have a count of their own that made-up cookies cannot fill either."""
+    settings.OPENCLAW_PAGE_CONCURRENCY_LIMIT = 2
+    application, inside, release = page_stand_in(monkeypatch)
+    mine = [(b"cookie", b"sessionid=abc123mine")]
+
+    async def scenario():
+        flood = [asyncio.create_task(_page(application, "/accounts/login/")) for _ in range(6)]
+        made_up = [
+            asyncio.create_task(
+                _page(application, "/ui/", headers=[(b"cookie", f"sessionid=x{i}".encode())])
+            )
+            for i in range(6)
+        ]
+        while len(inside) < 4 or sum(not c.done() for c in flood + made_up) > 4:
+            await asyncio.sleep(0.01)
+        # The signed-in user's cookie, as PageGateMiddleware reports it after a page.
+        page_state.Place(
+            page_state.SESSION, page_state.session_digest({"headers": mine})
+        ).signed_in(True)
+        user = asyncio.create_task(_page(application, "/ui/", headers=mine))
+        while len(inside) < 5:
+            await asyncio.sleep(0.01)
+        assert page_state.counts()["signed in"] == 1
+        release.set()
+        return [await c for c in flood], [await c for c in made_up], await user
+
+    flood, made_up, user = asyncio.run(scenario())
+    assert sorted(flood) == [200] * 2 + [429] * 4
+    assert sorted(made_up) == [200] * 2 + [429] * 4
+    assert user == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_signed_in_page_tells_the_gate(settings, page_state):
+    """A page that looked its user up reports whether the session cookie is signed in; with no
+    query of its own."""
+    from asgiref.sync import async_to_sync
+
+    from openclaw_site.asgi import application
+
+    from tests.ui.conftest import client_for, make_user
+
+    client = client_for(make_user("ada", superuser=True))
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    headers = [(b"cookie", cookie), (b"host", b"localhost")]
+    status = async_to_sync(_page)(application, "/", headers=headers)
+    assert status == 200
+    assert page_state.counts()["known"] == 1  # its next request takes the signed-in count
+    anonymous = [(b"host", b"localhost")]
+    assert async_to_sync(_page)(application, "/accounts/login/", headers=anonymous) == 200
+    assert page_state.counts()["known"] == 1  # an anonymous page changes nothing
+
+
+@pytest.mark.parametrize("ending", ["response", "disconnect", "exception"])
+def test_the_gate_gives_the_place_back(db, settings, monkeypatch, page_state, ending):
+    """Once the last of the answer is sent, when the client leaves mid-answer, or when the app
+    fails: the place goes back every time."""
+    import openclaw_site.asgi as entry
+
+    settings.OPENCLAW_PAGE_CONCURRENCY_LIMIT = 1
+    held_while_running: list[int] = []
+
+    async def page(scope, receive, send):
+        held_while_running.append(page_state.counts()["anonymous"])
+        if ending == "exception":
+            raise RuntimeError("the page failed")
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        if ending == "disconnect":
+            await send({"type": "http.response.body", "body": b"<p>", "more_body": True})
+            raise asyncio.CancelledError  # the server cancels the app when the client goes
+        await send({"type": "http.response.body", "body": b"<html></html>"})
+        held_while_running.append(page_state.counts()["anonymous"])  # after the last byte
+
+    monkeypatch.setattr(entry, "django_asgi_app", page)
+
+    async def once():
+        try:
+            return await _page(entry.application, "/accounts/login/")
+        except (RuntimeError, asyncio.CancelledError, StopIteration):
+            return None
+
+    asyncio.run(once())
+    assert held_while_running[0] == 1
+    if ending == "response":
+        assert held_while_running[1] == 0
+    assert page_state.counts()["anonymous"] == 0
+
+
+def test_zero_turns_the_page_gate_off(db, settings, monkeypatch, page_state):
+    settings.OPENCLAW_PAGE_CONCURRENCY_LIMIT = 0
+    application, inside, release = page_stand_in(monkeypatch)
+    requests = [("/accounts/login/", "", "GET")] * 5
+    statuses = burst_statuses(application, inside, release, requests, entering=5)
+    assert statuses == [200] * 5 and page_state.counts()["anonymous"] == 0
+
+
+def test_the_schema_is_built_once(db, anonymous, django_assert_num_queries):
+    """The same document for everyone: a flood of schema requests costs one build per format."""
+    from sessions_app.api import schema_view
+
+    schema_view.forget()
+    before = schema_view.builds
+    first = anonymous.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    for _ in range(5):
+        again = anonymous.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+        assert again.content == first.content
+    yaml = anonymous.get("/api/v1/schema/")  # another format: rendered from the same build
+    assert schema_view.builds == before + 1
+    assert first["Content-Type"] == "application/vnd.oai.openapi+json"
+    assert yaml["Content-Type"] == "application/vnd.oai.openapi; charset=utf-8"
+    assert json.loads(first.content)["openapi"] == "3.1.0"
+    assert 'filename="openclaw-sessions API.json"' in first["Content-Disposition"]
