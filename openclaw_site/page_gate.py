@@ -28,6 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+
 from django.conf import settings
 from django.http.cookie import parse_cookie
 

@@ -837,7 +837,6 @@ def test_a_signed_in_page_tells_the_gate(settings, page_state):
     from asgiref.sync import async_to_sync
 
     from openclaw_site.asgi import application
-
     from tests.ui.conftest import client_for, make_user
 
     client = client_for(make_user("ada", superuser=True))
