@@ -1,18 +1,19 @@
 #!/usr/bin/env python
 """A page flood against a keyed API client (issue 28 item 1): the pages' gate on and off.
 
-    .venv/bin/python bench/page_flood_bench.py [--flood 1000] [--seconds 0] [--limits 0,32]
+    .venv/bin/python bench/page_flood_bench.py [--flood 1000] [--waves 5] [--seconds 0] [--limits 0,32]
         [--path /accounts/login/]
 
 For each `OPENCLAW_PAGE_CONCURRENCY_LIMIT` in `--limits` (0 is the gate off: before) it builds a
 fresh SQLite database (send_bench's var/sendbench, never the development one), starts
 `manage.py serve`'s uvicorn (one process, no worker) on a free localhost port, and then, while a
 client with an API key lists sessions (`GET /api/v1/sessions/`) every 50 ms, `--flood` anonymous
-clients each send `GET --path` at once (one connection per request, no cookie, no key); with
-`--seconds`, each sends another as soon as one is answered, until then. The other client runs in
-a process of its own. Reported: the flood's statuses,
+clients each send `GET --path` at once (one connection per request, no cookie, no key), in
+`--waves` (5) waves 2 s apart; with `--seconds`, each flood client sends another as soon as one
+is answered, until then. The other client runs in a process of its own; its requests that
+started during a wave are the ones reported. Reported: the flood's statuses,
 how long it took, the keyed client's p50/p95/max during it and the load
-average. Each run is bounded (`--timeout`, 120 s).
+average. Each run is bounded (`--timeout`, 300 s). `flood s` is a wave's mean length.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ async def get(port: int, path: str, token: str | None) -> tuple[int, float]:
 
 def keyed_client(port: int, token: str, stop, out) -> None:
     """The other client, in a process of its own so that the flood's client loop does not
-    delay it: `GET /api/v1/sessions/` every 50 ms until `stop`; (status, seconds) to `out`."""
+    delay it: `GET /api/v1/sessions/` every 50 ms until `stop`; (start, status, seconds) to
+    `out` (time.monotonic is the machine's clock, the same in both processes)."""
     import http.client
 
     while not stop.is_set():
@@ -97,39 +99,45 @@ def keyed_client(port: int, token: str, stop, out) -> None:
             connection.close()
         except OSError:
             status = -1
-        out.put((status, time.monotonic() - started))
+        out.put((started, status, time.monotonic() - started))
         time.sleep(0.05)
 
 
-async def flood(port: int, token: str, *, count: int, path: str, seconds: float) -> dict:
+async def flood(
+    port: int, token: str, *, count: int, path: str, seconds: float, waves: int
+) -> dict:
     stop, out = multiprocessing.Event(), multiprocessing.Queue()
     other = multiprocessing.Process(target=keyed_client, args=(port, token, stop, out))
     other.start()
     await asyncio.sleep(1.0)  # its first requests before the flood
-    while not out.empty():
-        out.get()
-    started = time.monotonic()
-    deadline = started + seconds
     results: list[tuple[int, float]] = []
+    windows: list[tuple[float, float]] = []
+    for wave in range(waves):
+        if wave:
+            await asyncio.sleep(2.0)  # the server empties between waves
+        started = time.monotonic()
+        deadline = started + seconds
 
-    async def flooder():  # one of `count` anonymous clients; with --seconds, one after another
-        while True:
-            results.append(await get(port, path, None))
-            if time.monotonic() >= deadline:
-                return
+        async def flooder(deadline=deadline):  # one of `count` anonymous clients
+            while True:  # with --seconds, one request after another until then
+                results.append(await get(port, path, None))
+                if time.monotonic() >= deadline:
+                    return
 
-    await asyncio.gather(*(flooder() for _ in range(count)))
-    took = time.monotonic() - started
+        await asyncio.gather(*(flooder() for _ in range(count)))
+        windows.append((started, time.monotonic()))
     stop.set()
     other.join(timeout=70)
-    keyed = []
+    samples = []
     while not out.empty():
-        keyed.append(out.get())
+        samples.append(out.get())
+    # The other client's requests that started during a wave.
+    keyed = [(s, t) for begun, s, t in samples if any(a <= begun <= b for a, b in windows)]
     latencies = [t for _, t in keyed]
     return {
         "flood_statuses": dict(Counter(s for s, _ in results)),
         "flood_requests": len(results),
-        "flood_seconds": round(took, 2),
+        "flood_seconds": round(sum(b - a for a, b in windows) / waves, 2),
         "keyed_requests": len(keyed),
         "keyed_statuses": dict(Counter(s for s, _ in keyed)),
         "keyed_p50": round(percentile(latencies, 0.50), 3) if latencies else None,
@@ -150,7 +158,12 @@ def run(limit: int, args) -> dict:
         result = asyncio.run(
             asyncio.wait_for(
                 flood(
-                    processes.port, token, count=args.flood, path=args.path, seconds=args.seconds
+                    processes.port,
+                    token,
+                    count=args.flood,
+                    path=args.path,
+                    seconds=args.seconds,
+                    waves=args.waves,
                 ),
                 args.timeout,
             )
@@ -166,7 +179,8 @@ def main(argv=None) -> int:
     parser.add_argument("--limits", default="0,32")
     parser.add_argument("--path", default="/accounts/login/")
     parser.add_argument("--seconds", type=float, default=0)
-    parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--waves", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
     print(
         "| page limit | flood | flood requests: statuses | flood s | keyed n | keyed p50 | p95 | max | load |"

@@ -5,7 +5,7 @@ database work (issue 28 item 1).
 Pages, the admin, the browser's routes and static files are served by Django's full stack, each
 request on a thread of its own. 3,000 concurrent `GET /accounts/login/` with no credentials were
 all let in and kept a keyed API client on the same process at p95 3.5 s for 48 s. So at most
-`OPENCLAW_PAGE_CONCURRENCY_LIMIT` (32) of them are in flight per process in each of three counts;
+`OPENCLAW_PAGE_CONCURRENCY_LIMIT` (8) of them are in flight per process in each of three counts;
 the next gets `429` + `Retry-After: 1` written here, before Django, after the door's short wait
 (`OPENCLAW_API_QUEUE_SECONDS`, when fewer wait than the count has places):
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.http.cookie import parse_cookie
 
-DEFAULT_LIMIT = 32
+DEFAULT_LIMIT = 8
 QUEUE_POLL_SECONDS = 0.05
 KNOWN_SESSIONS = 10_000
 # Where the page's place rides in the ASGI scope (read back by PageGateMiddleware).

@@ -405,7 +405,7 @@ OPENCLAW_API_QUEUE_SECONDS = float(os.environ.get("OPENCLAW_API_QUEUE_SECONDS", 
 # requests in flight per web process in each of three counts (no session cookie, a cookie not
 # yet seen signed in, a signed-in user's); the next is a 429 before Django
 # (openclaw_site/page_gate.py). 0 turns it off.
-OPENCLAW_PAGE_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_PAGE_CONCURRENCY_LIMIT", "32"))
+OPENCLAW_PAGE_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_PAGE_CONCURRENCY_LIMIT", "8"))
 OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
 OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
 # The proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated): a request from
