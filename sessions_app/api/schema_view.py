@@ -23,6 +23,7 @@ from drf_spectacular.views import SpectacularAPIView
 VARIANTS = 32
 
 _lock = threading.Lock()
+_building = threading.Lock()
 _built: dict[tuple, object] = {}  # (version, language) → the schema
 _rendered: dict[tuple, tuple[bytes, str, str]] = {}  # + media type → (bytes, type, filename)
 builds = 0  # schemas built by this process (tests)
@@ -45,17 +46,21 @@ class CachedSchemaView(SpectacularAPIView):
 
     def _render(self, request, version, key) -> tuple[bytes, str, str]:
         global builds
-        with _lock:
-            schema = _built.get(key[:2])
-        if schema is None:
-            generator = self.generator_class(
-                urlconf=self.urlconf, api_version=version, patterns=self.patterns
-            )
-            schema = generator.get_schema(request=request, public=True)
+        # One build at a time: the others wait for it and take its schema. drf-spectacular's
+        # first build is not thread-safe (concurrent first requests failed with 500s in its
+        # extension loading; measured, bench/page_flood_bench.py --path /api/v1/schema/).
+        with _building:
             with _lock:
-                builds += 1
-                if len(_built) < VARIANTS:
-                    _built[key[:2]] = schema
+                schema = _built.get(key[:2])
+            if schema is None:
+                generator = self.generator_class(
+                    urlconf=self.urlconf, api_version=version, patterns=self.patterns
+                )
+                schema = generator.get_schema(request=request, public=True)
+                with _lock:
+                    builds += 1
+                    if len(_built) < VARIANTS:
+                        _built[key[:2]] = schema
         renderer = request.accepted_renderer
         media_type = request.accepted_media_type
         content = renderer.render(schema, media_type, self.get_renderer_context())

@@ -909,3 +909,30 @@ def test_the_schema_is_built_once(db, anonymous, django_assert_num_queries):
     assert yaml["Content-Type"] == "application/vnd.oai.openapi; charset=utf-8"
     assert json.loads(first.content)["openapi"] == "3.1.0"
     assert 'filename="openclaw-sessions API.json"' in first["Content-Disposition"]
+
+
+def test_concurrent_first_schema_requests_build_it_once(db):
+    """Requests arriving together before the first build wait for it: drf-spectacular's first
+    build is not thread-safe (500s when 300 arrived at once on a fresh process)."""
+    import threading
+
+    from django.test import RequestFactory
+
+    from sessions_app.api import schema_view
+
+    schema_view.forget()
+    before = schema_view.builds
+    view = schema_view.CachedSchemaView.as_view()
+    start, statuses = threading.Barrier(6), []
+
+    def ask():
+        start.wait()
+        request = RequestFactory().get("/api/v1/schema/", HTTP_ACCEPT="application/json")
+        statuses.append(view(request).status_code)
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert statuses == [200] * 6 and schema_view.builds == before + 1
