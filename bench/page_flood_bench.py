@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """A page flood against a keyed API client (issue 28 item 1): the pages' gate on and off.
 
-    .venv/bin/python bench/page_flood_bench.py [--flood 1000] [--waves 5] [--seconds 0] [--limits 0,32]
+    .venv/bin/python bench/page_flood_bench.py [--flood 1000] [--waves 5] [--seconds 0] [--limits 0,8]
         [--path /accounts/login/]
 
 For each `OPENCLAW_PAGE_CONCURRENCY_LIMIT` in `--limits` (0 is the gate off: before) it builds a
@@ -176,7 +176,7 @@ def run(limit: int, args) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flood", type=int, default=1000)
-    parser.add_argument("--limits", default="0,32")
+    parser.add_argument("--limits", default="0,8")
     parser.add_argument("--path", default="/accounts/login/")
     parser.add_argument("--seconds", type=float, default=0)
     parser.add_argument("--waves", type=int, default=5)
