@@ -24,6 +24,7 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpResponseBadRequest
 from django.middleware import clickjacking, common, security
 from django.utils.deprecation import MiddlewareMixin
+from django.utils.functional import SimpleLazyObject
 
 from . import page_gate
 
@@ -98,7 +99,10 @@ class PageGateMiddleware(InlineHooksMixin, MiddlewareMixin):
 
     def process_response(self, request, response):
         place = getattr(request, "scope", {}).get(page_gate.PLACE)
-        user = getattr(request, "_cached_user", None)
+        user = request.__dict__.get("user")
+        if type(user) is SimpleLazyObject:  # as AuthenticationMiddleware set it (not evaluated)
+            user = getattr(request, "_cached_user", None)  # None: the page never looked
+        # else login() or logout() replaced it: what the session is now.
         if place is not None and user is not None:
             place.signed_in(bool(user.is_authenticated))
         return response
