@@ -184,6 +184,8 @@ def revoked(api_key: ApiKey, settings) -> tuple[str, Any]:
 
 def over_rate(api_key: ApiKey, settings) -> tuple[str, Any]:
     settings.OPENCLAW_API_RATE_LIMIT = 5
+    # Windows are aligned to the clock: one this long has no edge for the test to cross.
+    settings.OPENCLAW_API_RATE_WINDOW_SECONDS = 10**9
     for _ in range(5):
         ratelimit.check_rate(api_key.pk)
     return ("value", "ok")
@@ -266,6 +268,7 @@ def test_an_open_connection_is_admitted_again_for_each_request(world, settings):
     """A `/ws/` connection authenticated once: its key's revocation and rate still hold on the
     next frame (the hub's periodic recheck closes it later; the frame does not wait for that)."""
     api_key, token = world
+    settings.OPENCLAW_API_RATE_WINDOW_SECONDS = 10**9  # (no window edge to cross)
 
     async def frames():
         communicator = ws(token)

@@ -57,7 +57,7 @@ def test_bad_input_is_a_clear_400(agent_main, home):
             ({"clearQueued": "maybe"}, "clearQueued must be a boolean"),
             ({"cascade": 3}, "cascade must be a boolean"),
             ({"nope": True}, "Unknown argument for abort: nope"),
-            ([1, 2], "args must be a JSON object"),
+            ([1, 2], "request body must be a JSON object"),  # (the one body reader, issue 28)
         ],
         status=400,
         error_type="invalid_request",
