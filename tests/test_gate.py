@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.db import connections
 from django.test import Client
 
 from sessions_app.api import ratelimit
+from sessions_app.live.hub import Hub
 from sessions_app.models import ApiKey, Run
 from sessions_app.tools import offer
 from tests.conftest import make_session, set_config
@@ -32,6 +34,27 @@ from tests.live.conftest import ws
 from tests.mcp.asgi import Session as McpSession
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    """`coro` on a loop of its own, whose live hub (started by a /ws/ connection: with Redis, a
+    reader task) is stopped before the loop closes, as tests/live/conftest.py does per test."""
+
+    async def main() -> Any:
+        try:
+            return await coro
+        finally:
+            for loop, hub in list(Hub._hubs.items()):
+                if loop is asyncio.get_running_loop():
+                    await hub.stop()
+
+    try:
+        return asyncio.run(main())
+    finally:
+        for connection in connections.all(initialized_only=True):
+            if getattr(connection, "close_pool", None):
+                connection.close_pool()  # (the live endpoints' threads' pooled connections)
+
 
 TARGET = "agent:main:discord:group:dev"
 DEEP_LEVELS = 300  # past the depth limit (64) and orjson's (255)
@@ -250,7 +273,7 @@ def test_every_rule_on_every_entrance(rule, entrance, world, settings):
     api_key, token = world
     _, prepare, expected = RULES[rule]
     what = prepare(api_key, settings)
-    refused = asyncio.run(ENTRANCES[entrance](token, what))
+    refused = run(ENTRANCES[entrance](token, what))
     assert refused is not None, f"{entrance} let {rule} through"
     assert refused.kind == expected.kind, (entrance, rule, refused)
     assert PROTOCOL_TEXT.get((rule, entrance), expected.text) in refused.text, (entrance, refused)
@@ -286,7 +309,7 @@ def test_an_open_connection_is_admitted_again_for_each_request(world, settings):
         finally:
             await communicator.disconnect()
 
-    served, over, revoked = asyncio.run(frames())
+    served, over, revoked = run(frames())
     assert served["ok"] is True
     assert over["error"]["code"] == "rate_limited"
     assert revoked["error"] == {"code": "unauthorized", "message": revoked["error"]["message"]}
@@ -341,6 +364,6 @@ def test_an_unknown_argument_answers_as_without_it_on_every_way_a_tool_is_called
         return [row["key"] for row in details["sessions"]]
 
     for entrance in ("/tools/invoke", "/ws/", "/mcp/", "a model's tool call"):
-        listed = asyncio.run(rows(entrance, with_it))
-        assert listed == asyncio.run(rows(entrance, without)), entrance
+        listed = run(rows(entrance, with_it))
+        assert listed == run(rows(entrance, without)), entrance
         assert TARGET in listed, entrance
