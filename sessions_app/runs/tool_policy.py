@@ -82,7 +82,7 @@ def offered_names(
     session_overrides: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The names of the tools a run of this agent is offered, in ALL_TOOLS order. The same
-    answer decides which tool calls of the run may run (engine.call_tool).
+    answer decides which tool calls of the run may run (tools/offer.call_tool).
 
     With an empty allow list an agent gets every tool; a sub-agent none of the session tools
     but sessions_yield, or, as an orchestrator (below maxSpawnDepth), 9.6's orchestrator tools.
