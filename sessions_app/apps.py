@@ -11,10 +11,12 @@ class SessionsAppConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from .acp import runtime as acp_runtime
-        from .runs import engine, watchdog
-        from .tools import offer
+        from .runs import engine, tool_policy, watchdog
+        from .tools import offer, policies
 
-        # The engine runs the tools' calls and ACP harness turns, which sit above it.
+        # The engine runs the tools' calls and ACP harness turns, which sit above it; the offer
+        # decides by the policies the tools declare.
+        tool_policy.install(policies())
         engine.install(tools=offer, harnesses=acp_runtime)
         # Each django-q2 worker process watches for runs a dead worker left (runs/watchdog.py).
         post_spawn.connect(watchdog.start, dispatch_uid="openclaw-run-watchdog")

@@ -5,7 +5,7 @@ They are declared like every tool (tools/declaration.py) so arguments are read a
 the same texts, and they are built on the registry's own tools and functions: sessions_list for
 what a key may see, sessions_history for messages, resolve_session for one session, the
 delivery outbox for sending. MCP-only: they are not offered to agents' runs (not in
-runs/tool_policy.ALL_TOOLS).
+tools.NAMES).
 
 A *conversation* is a session with a stored route (a channel and a recipient, `deliveryContext`
 → `last*` → the channel → `origin.provider`); other sessions are not conversations.

@@ -163,7 +163,7 @@ class FollowUp:
     serial: bool = False
     task_run: Run | None = None
     # A follow-up (reply step, announce, completion turn) is never the owner's turn: the
-    # `sessions` tool is not offered to it (runs/tool_policy.OWNER_ONLY).
+    # `sessions` tool is not offered to it (its Policy is owner_only).
     sender_is_owner: bool = False
     # Left False: start_run makes a run sandboxed when its parent_run (the run this follows)
     # was, and every follow-up names one.

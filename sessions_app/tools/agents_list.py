@@ -10,6 +10,7 @@ from openclaw_common import keys
 from ..access.identity import Requester
 from ..models import Agent
 from ..runs import model_catalog
+from ..runs.tool_policy import Policy
 from .declaration import Declaration, Tool
 from .shapes import BOOLEAN, STRING, array, obj
 
@@ -20,6 +21,7 @@ IMPLICIT_BACKEND = {"type": "scripted"}
 
 DECLARATION = Declaration(
     name="agents_list",
+    policy=Policy(),
     description="List the agent ids you may use as agentId in sessions_spawn.",
     params=(),
     result=obj(

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from openclaw_common.errors import InvalidArgument
 
 from ..lib.args import Args
+from ..runs.tool_policy import Policy
 
 log = logging.getLogger("openclaw.tools")
 
@@ -177,6 +178,9 @@ class Declaration:
     # Prefixes of argument names the tool reads from the raw arguments itself (sessions_spawn's
     # `worktree*` family): known() keeps them.
     raw_prefixes: tuple[str, ...] = ()
+    # How a run's offer treats the tool (runs/tool_policy.py): groups, orchestrator default,
+    # never denied, owner only. Tools only the MCP server offers leave it at the default.
+    policy: Policy = Policy()
 
     @property
     def names(self) -> frozenset[str]:

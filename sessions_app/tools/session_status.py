@@ -15,6 +15,7 @@ from ..access.resolve import find_session, forbidden_text
 from ..models import Session
 from ..reads import status_card
 from ..runs import model_catalog
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from .declaration import Declaration, Integer, String, Tool
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj
 
@@ -47,6 +48,7 @@ NULLABLE_STRING = {"type": ["string", "null"]}
 
 DECLARATION = Declaration(
     name="session_status",
+    policy=Policy(groups=(SESSIONS_GROUP,)),
     description=(
         "Show a session's status card (model, tokens, time, tasks) and its state version; "
         'changesSince lists what changed after that version. model sets its model ("default" '

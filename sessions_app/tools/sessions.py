@@ -17,6 +17,7 @@ from openclaw_common.errors import InvalidArgument
 from ..access.identity import Requester
 from ..manage import session_admin
 from ..models import Agent
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from .declaration import Boolean, Declaration, String, Structured, Tool
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj
 
@@ -46,6 +47,7 @@ def _field(name: str, shape: dict, description: str) -> Structured:
 
 DECLARATION = Declaration(
     name="sessions",
+    policy=Policy(groups=(SESSIONS_GROUP,), owner_only=True),
     description=(
         "Manage sessions: patch (label, icon, color, group, statusNote, pinned, archived, model, "
         "thinkingLevel, sendPolicy) one session or a batch of targets, reset (a fresh "

@@ -14,6 +14,7 @@ from ..access.resolve import resolve_session
 from ..models import Session
 from ..reads import history_read
 from ..reads.history_read import MAX_LIMIT
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from ..storage import cold_storage
 from .declaration import Boolean, Declaration, Integer, String, Tool
 from .shapes import (
@@ -37,6 +38,7 @@ DEFAULT_LIMIT = 200
 
 DECLARATION = Declaration(
     name="sessions_history",
+    policy=Policy(groups=(SESSIONS_GROUP,), orchestrator=True),
     description=(
         "Fetch the transcript of one session (oldest first, newest `limit` messages). "
         "Tool results are left out unless includeTools is true."

@@ -18,6 +18,7 @@ from ..models import Run, Session, SessionQuerySet, now_ms
 from ..reads import list_enrichment
 from ..reads.list_enrichment import ENRICH_ROWS
 from ..rows import page_rows, session_row, with_state_version
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from .declaration import Boolean, Choice, Declaration, Integer, String, StringList, Tool
 from .shapes import BOOLEAN, INTEGER, SESSION_ROW, STRING, array, obj
 
@@ -28,6 +29,7 @@ ARCHIVED_CHOICES = {False: False, True: True, "false": False, "true": True, "all
 
 DECLARATION = Declaration(
     name="sessions_list",
+    policy=Policy(groups=(SESSIONS_GROUP,), orchestrator=True),
     description=(
         "List the sessions you can see, most recently active first, with their key, kind, "
         "channel and token counts. Set messageLimit to include each session's last "

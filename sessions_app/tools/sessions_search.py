@@ -17,6 +17,7 @@ from ..lib.args import Args
 from ..models import Session, unlisted_keys
 from ..reads import message_search, search
 from ..reads.message_search import MAX_LIMIT
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from .declaration import Boolean, Declaration, Integer, String, Tool
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj
 
@@ -39,6 +40,7 @@ HIT = obj(
 
 DECLARATION = Declaration(
     name="sessions_search",
+    policy=Policy(groups=(SESSIONS_GROUP,), orchestrator=True),
     description=(
         "Search the transcripts of the sessions you can see for messages containing every word "
         "of `query` (whole words, no operators). Returns the best matches with a snippet; pass "

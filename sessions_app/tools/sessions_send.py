@@ -31,6 +31,7 @@ from ..runs.engine import start_run
 from ..runs.flow_state import Flow
 from ..runs.provenance import inter_session
 from ..runs.tokens import is_silent
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from ..runs.wait import wait_for_run
 from .declaration import Boolean, Choice, Declaration, Integer, String, Tool
 from .shapes import BOOLEAN, DELIVERY, STRING, obj
@@ -64,6 +65,7 @@ NO_REPLY_MESSAGE = "No visible reply or pending announcement. Continue or retry 
 
 DECLARATION = Declaration(
     name="sessions_send",
+    policy=Policy(groups=(SESSIONS_GROUP,)),
     description=(
         "Send a message into another session and, unless timeoutSeconds is 0, wait for "
         "its reply. Returns {runId, status: accepted|ok|timeout|error|forbidden, reply?}. "

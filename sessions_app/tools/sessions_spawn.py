@@ -42,6 +42,7 @@ from ..runs.spawn import (
     plan_spawn,
     start_spawn,
 )
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from .declaration import Boolean, Choice, Declaration, Integer, String, Structured, Tool
 from .shapes import INTEGER, STRING, array, obj
 
@@ -62,6 +63,7 @@ ATTACHMENT = obj(
 
 DECLARATION = Declaration(
     name="sessions_spawn",
+    policy=Policy(groups=(SESSIONS_GROUP,), orchestrator=True),
     description=(
         "Start a sub-agent on a task in a new isolated session. Never blocks: returns "
         "{status: accepted, runId, childSessionKey} at once, and the result is announced "

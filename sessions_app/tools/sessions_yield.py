@@ -15,6 +15,7 @@ from ..runs import completions, subagent_tasks
 from ..runs.chain import current_run
 from ..runs.engine import start_follow_up
 from ..runs.subagent_tasks import Task
+from ..runs.tool_policy import Policy
 from .declaration import Declaration, String, Tool
 from .shapes import BOOLEAN, STRING, array, obj
 
@@ -29,6 +30,7 @@ NOTHING_PENDING = (
 
 DECLARATION = Declaration(
     name="sessions_yield",
+    policy=Policy(orchestrator=True, never_denied=True),
     description=(
         "End this turn and wait for the sub-agents this turn spawned: when all have finished, "
         "one new turn starts here with every result. Never poll. A sub-agent can instead pause "

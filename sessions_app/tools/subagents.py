@@ -20,6 +20,7 @@ from ..models import Session
 from ..runs import control, prompts, subagent_tasks
 from ..runs.subagent_limits import is_leaf
 from ..runs.subagent_tasks import Task
+from ..runs.tool_policy import SESSIONS_GROUP, Policy
 from .declaration import Declaration, Integer, String, Structured, Tool
 from .shapes import BOOLEAN, INTEGER, STRING, array, obj
 
@@ -58,6 +59,7 @@ TASK_ROW = obj(
 
 DECLARATION = Declaration(
     name="subagents",
+    policy=Policy(groups=(SESSIONS_GROUP,), orchestrator=True),
     description=(
         "List, wait for or cancel the sub-agents this session spawned. list: tasks in flight "
         "and those that ended in the last recentMinutes. wait: until one of taskIds finishes "

@@ -14,7 +14,8 @@ from sessions_app.manage.agents import clean_backend
 from sessions_app.runs.backends import BackendError, TurnAborted, TurnInput, get_backend
 from sessions_app.runs.backends import openai as openai_backend
 from sessions_app.runs.backends.openai import OpenAIBackend
-from sessions_app.runs.tool_policy import ALL_TOOLS, SESSION_TOOLS
+from sessions_app.runs.tool_policy import SESSIONS_GROUP, catalog
+from sessions_app.tools import NAMES as ALL_TOOLS
 from sessions_app.tools import offer as tool_specs
 from sessions_app.tools.offer import tools_for
 
@@ -598,7 +599,9 @@ def test_an_agent_gets_every_tool_by_default():
 def test_a_subagent_gets_no_session_tools_by_default():
     # A leaf (at maxSpawnDepth, as every sub-agent is with the default depth 1) keeps only
     # sessions_yield, which 9.6 never denies (it pauses with it).
-    assert not set(names(tools_for([], [], is_subagent=True))) & set(SESSION_TOOLS)
+    assert not set(names(tools_for([], [], is_subagent=True))) & set(
+        catalog().groups[SESSIONS_GROUP]
+    )
     assert names(tools_for([], [], is_subagent=True)) == ["sessions_yield"]
 
 

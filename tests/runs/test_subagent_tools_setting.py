@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import GatewayConfig, Message
-from sessions_app.runs.tool_policy import TOOL_GROUPS
+from sessions_app.runs.tool_policy import catalog
 from sessions_app.tools.offer import tools_for
 from tests.conftest import admin_groups, make_agent, make_session, set_config
 from tests.runs.helpers import drain
@@ -35,7 +35,7 @@ def test_deny_adds_denies_and_allow_is_a_final_filter():
         "sessions_yield",
     ]
     both = {"allow": ["group:sessions"], "deny": ["sessions_list"]}
-    group = set(TOOL_GROUPS["group:sessions"])
+    group = set(catalog().groups["group:sessions"])
     # (and never the owner-gated `sessions`: a sub-agent's turn is not the owner's)
     assert set(names(tools_for(["*"], [], is_subagent=True, subagent_tools=both))) == group - {
         "sessions_list",

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from sessions_app.models import Message, Run, Session
-from sessions_app.runs.tool_policy import ALL_TOOLS
+from sessions_app.tools import NAMES as ALL_TOOLS
 from sessions_app.tools.offer import not_offered, offered_tools
 from tests.conftest import make_agent, make_session, set_config, user
 from tests.runs.helpers import drain

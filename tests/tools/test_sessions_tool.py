@@ -582,9 +582,9 @@ def test_the_tool_declares_every_96_patch_field():
 
 
 def test_sub_agents_are_not_offered_the_tool(agents):
-    from sessions_app.runs.tool_policy import OWNER_ONLY, SUBAGENT_DEFAULT_DENY
+    from sessions_app.runs.tool_policy import catalog
 
-    assert "sessions" in SUBAGENT_DEFAULT_DENY and "sessions" in OWNER_ONLY
+    assert "sessions" in catalog().subagent_default_deny and "sessions" in catalog().owner_only
     # The rest, turn by turn: tests/tools/test_sessions_tool_owner.py
 
 

@@ -58,7 +58,34 @@ def test_the_registry_lists_every_tool_module_once():
         "session_status",
         "sessions",
     ]
-    assert tuple(NAMES) == tool_policy.ALL_TOOLS
+    assert tool_policy.catalog().names == tuple(NAMES)
+
+
+def test_each_tool_declares_how_the_offer_treats_it():
+    """The policies the tools declare give OpenClaw's sets (seeds, 9.6 §1.10, §2.3)."""
+    tools = tool_policy.catalog()
+    assert tools.groups == {
+        "group:sessions": (
+            "sessions_list",
+            "sessions_history",
+            "sessions_search",
+            "sessions_send",
+            "sessions_spawn",
+            "subagents",
+            "session_status",
+            "sessions",
+        )
+    }
+    assert tools.orchestrator == {
+        "sessions_spawn",
+        "subagents",
+        "sessions_list",
+        "sessions_history",
+        "sessions_search",
+        "sessions_yield",
+    }
+    assert tools.subagent_default_deny == set(NAMES) - {"sessions_yield"}
+    assert tools.owner_only == {"sessions"}
 
 
 @pytest.mark.parametrize("name", NAMES)
