@@ -1,13 +1,14 @@
 """Every rule of the gate on every way in (sessions_app/api/gate.py, STYLE.md rule 14).
 
 Each entrance is a small adapter of its own protocol (REST through DRF, the async send view,
-`/tools/invoke`, a `/ws/` request frame, `/mcp/` over HTTP, a model's own tool call) that turns
-its answer into a `Refusal(kind, text)`. Each rule builds one bad request; every entrance that can
+`/tools/invoke`, a `/ws/` request frame, `/mcp/` over HTTP, `manage.py mcp`'s stdio server, a
+model's own tool call) that turns its answer into a `Refusal(kind, text)`. Each rule builds one bad request; every entrance that can
 carry it must refuse it the same way. A new entrance is one more row here, and one that forgets a
 step fails its column.
 
-Not here: `/mcp/` over stdio, which passes the same `gate.admit` on each call (tests/mcp/
-test_stdio.py tries a revoked key; a subprocess per rule would cost a minute), and a key's
+The stdio server runs here over the MCP SDK's in-memory transport instead of a subprocess's
+pipes (a subprocess per rule would cost a minute; tests/mcp/test_stdio.py runs the real one):
+the server and its per-call admission are the ones `manage.py mcp` serves. Not here: a key's
 revocation on an open `/ws/` connection, which has a test of its own below.
 """
 
@@ -22,9 +23,12 @@ from typing import Any
 import pytest
 from django.db import connections
 from django.test import Client
+from mcp import Client as McpClient
 
 from sessions_app.api import ratelimit
 from sessions_app.live.hub import Hub
+from sessions_app.mcp.server import build_server
+from sessions_app.mcp.stdio import stdio_caller
 from sessions_app.models import ApiKey, Run
 from sessions_app.tools import offer
 from tests.conftest import make_session, set_config
@@ -161,6 +165,23 @@ async def mcp_http(token: str, what: tuple[str, Any]) -> Refusal | None:
     return Refusal("invalid", result["content"][0]["text"])
 
 
+STDIO_KIND = {"unauthorized": "unauthorized", "rate_limited": "rate_limited"}
+
+
+async def mcp_stdio(token: str, what: tuple[str, Any]) -> Refusal | None:
+    """`manage.py mcp --key <token>`: its server and caller (mcp/stdio.py), in process."""
+    mode, value = what
+    if mode == "raw":
+        return None  # (the stdio transport reads JSON-RPC lines: no body of ours to judge)
+    arguments = {"label": value} if mode == "value" else {"label": "ok", value: 1}
+    async with McpClient(build_server(stdio_caller(token, None, token))) as client:
+        result = await client.call_tool("sessions_list", arguments)
+    if not result.is_error:
+        return None
+    kind = STDIO_KIND.get((result.structured_content or {}).get("type"), "invalid")
+    return Refusal(kind, result.content[0].text)
+
+
 async def model_call(token: str, what: tuple[str, Any]) -> Refusal | None:
     """A run's own tool call (tools/offer.call_tool), as a model backend makes it."""
     mode, value = what
@@ -182,6 +203,7 @@ ENTRANCES = {
     "/tools/invoke": tools_invoke,
     "/ws/": websocket,
     "/mcp/": mcp_http,
+    "/mcp/ over stdio": mcp_stdio,
     "a model's tool call": model_call,
 }
 HTTP = {"rest (DRF)", "rest (async)", "/tools/invoke", "/mcp/"}
@@ -228,9 +250,16 @@ RULES: dict[str, tuple[set[str], Callable[..., tuple[str, Any]], Refusal]] = {
         lambda key, settings: ("value", "a\u0000b"),
         Refusal("invalid", "NUL"),
     ),
+    # (The MCP SDK's in-memory client cannot serialize 300 levels, so the stdio column takes
+    # the next rule only: past our limit, within every parser's.)
     "a 300-deep value": (
-        set(ENTRANCES),
+        set(ENTRANCES) - {"/mcp/ over stdio"},
         lambda key, settings: ("value", deep(DEEP_LEVELS)),
+        Refusal("invalid", "deeper than 64 levels"),
+    ),
+    "a 100-deep value": (
+        set(ENTRANCES),
+        lambda key, settings: ("value", deep(100)),
         Refusal("invalid", "deeper than 64 levels"),
     ),
     "an unknown field in a REST body": (
@@ -354,6 +383,9 @@ def test_an_unknown_argument_answers_as_without_it_on_every_way_a_tool_is_called
             await session.initialize()
             answer = await session.call_tool("sessions_list", args)
             details = answer.messages[-1]["result"]["structuredContent"]
+        elif entrance == "/mcp/ over stdio":
+            async with McpClient(build_server(stdio_caller(token, None, token))) as client:
+                details = (await client.call_tool("sessions_list", args)).structured_content
         else:
 
             def call():
@@ -363,7 +395,7 @@ def test_an_unknown_argument_answers_as_without_it_on_every_way_a_tool_is_called
             details = await in_db(call)()
         return [row["key"] for row in details["sessions"]]
 
-    for entrance in ("/tools/invoke", "/ws/", "/mcp/", "a model's tool call"):
+    for entrance in ("/tools/invoke", "/ws/", "/mcp/", "/mcp/ over stdio", "a model's tool call"):
         listed = run(rows(entrance, with_it))
         assert listed == run(rows(entrance, without)), entrance
         assert TARGET in listed, entrance
