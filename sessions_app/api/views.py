@@ -70,7 +70,7 @@ class SessionsView(APIView):
     )
     def get(self, request):
         return Response(
-            sessions_list_tool.TOOL.run(
+            sessions_list_tool.TOOL.call_closed(
                 requester=requester_of(request), args=query_args(request, list_names=("kinds",))
             )
         )
@@ -391,7 +391,9 @@ class SpawnView(APIView):
     )
     def post(self, request):
         return Response(
-            sessions_spawn_tool.TOOL.run(requester=requester_of(request), args=json_body(request))
+            sessions_spawn_tool.TOOL.call_closed(
+                requester=requester_of(request), args=json_body(request)
+            )
         )
 
 
@@ -424,7 +426,7 @@ class SessionStatusView(APIView):
         Args(args, STATUS_ARGS | {"changes_since"}, tool="session status")  # 9.6 §0
         args = session_status_tool.DECLARATION.camel(args)
         return Response(
-            session_status_tool.TOOL.run(
+            session_status_tool.TOOL.call_closed(
                 requester=requester_of(request), args={**args, "sessionKey": key}
             )
         )
@@ -453,7 +455,9 @@ class SearchView(APIView):
             if "query" in args:
                 raise InvalidArgument("q and query cannot be used together")
             args["query"] = args.pop("q")
-        return Response(sessions_search_tool.TOOL.run(requester=requester_of(request), args=args))
+        return Response(
+            sessions_search_tool.TOOL.call_closed(requester=requester_of(request), args=args)
+        )
 
 
 class AgentsView(APIView):
@@ -469,7 +473,9 @@ class AgentsView(APIView):
     )
     def get(self, request):
         return Response(
-            agents_list_tool.TOOL.run(requester=requester_of(request), args=query_args(request))
+            agents_list_tool.TOOL.call_closed(
+                requester=requester_of(request), args=query_args(request)
+            )
         )
 
 

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from openclaw_common.errors import InvalidArgument
 
+from ..access.identity import Requester
 from ..lib.args import Args
 from ..runs.tool_policy import Policy
 
@@ -222,7 +223,7 @@ class Declaration:
         2026.9.6 does, so a client written against a newer OpenClaw keeps working (the tool
         registry's call and invoke, every protocol's way to a tool). A name the declaration
         refuses with a text of its own, or a snake_case spelling, stays for read() to judge.
-        REST bodies and query strings stay closed: their views call the tool directly."""
+        REST bodies and query strings stay closed: their views use Tool.call_closed."""
         if not isinstance(raw, Mapping):
             return raw
         unknown = [name for name in raw if not self._takes(name)]
@@ -319,3 +320,14 @@ class Tool:
     @property
     def name(self) -> str:
         return self.declaration.name
+
+    def call(self, *, requester: Requester, args: Any) -> dict[str, Any]:
+        """A tool *call* (the registry's call and invoke: /tools/invoke, the /ws/ RPCs, MCP, a
+        run's own calls): an unknown argument is ignored and logged once, as OpenClaw 2026.9.6
+        does (Declaration.known)."""
+        return self.run(requester=requester, args=self.declaration.known(args))
+
+    def call_closed(self, *, requester: Requester, args: Any) -> dict[str, Any]:
+        """A REST body or query string: a closed object, where an unknown name is a 400 ("Unknown
+        argument for …", the declaration's reader) rather than ignored."""
+        return self.run(requester=requester, args=args)

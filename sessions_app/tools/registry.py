@@ -81,5 +81,4 @@ class ToolRegistry:
         return await in_thread(run)()
 
     def call(self, name: str, *, requester: Requester, args: Any) -> dict[str, Any]:
-        tool = self.get(name)
-        return tool.run(requester=requester, args=tool.declaration.known(args))
+        return self.get(name).call(requester=requester, args=args)
