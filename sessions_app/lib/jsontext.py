@@ -18,7 +18,8 @@ def dumps_bytes(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _valid_unicode(text).encode()
 
 
 def dumps_pretty(value: Any) -> str:
@@ -26,7 +27,29 @@ def dumps_pretty(value: Any) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
     except TypeError:
-        return json.dumps(value, indent=2, ensure_ascii=False)
+        return _valid_unicode(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+# A surrogate code point in a Python str is always unpaired (a pair decodes to one code point):
+# it cannot be UTF-8. Only a row stored before store.check_storable refused them (an older
+# version, an import) holds one, and SQLite's JSON text keeps it; it is read as U+FFFD, as
+# transcript.jsonl and Node's Buffer write it, so the whole answer still goes out.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_unicode(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def without_surrogates(value: Any) -> Any:
+    """`value` with every surrogate code point in its strings (keys too) as U+FFFD."""
+    if isinstance(value, str):
+        return _valid_unicode(value)
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def byte_size(value: Any) -> int:
@@ -51,9 +74,11 @@ def loads(text: str) -> Any:
         except orjson.JSONDecodeError:
             pass
     try:
-        return json.loads(text)
+        decoded = json.loads(text)
     except json.JSONDecodeError:
         return text
+    # (orjson refuses an unpaired surrogate's escape, which json takes: models/fields.py)
+    return without_surrogates(decoded) if "\\u" in text else decoded
 
 
 def _few_digits(text: str) -> bool:

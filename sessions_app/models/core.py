@@ -21,6 +21,7 @@ from openclaw_common import keys
 
 from ..lib import rawsql
 from ..lib.hints import session_changed
+from .fields import TranscriptJSONField
 
 
 def live_hint(session_pk: int, reason: str, *, last_seq: int | None = None) -> None:
@@ -499,14 +500,14 @@ class Message(models.Model):
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=32)
     # A string or a list of content blocks, exactly as given.
-    content = models.JSONField(null=True, blank=True)
-    provenance = models.JSONField(null=True, blank=True)
+    content = TranscriptJSONField(null=True, blank=True)
+    provenance = TranscriptJSONField(null=True, blank=True)
     tool_call_id = models.CharField(max_length=200, blank=True)
     tool_name = models.CharField(max_length=200, blank=True)
-    usage = models.JSONField(null=True, blank=True)
+    usage = TranscriptJSONField(null=True, blank=True)
     timestamp = models.BigIntegerField(default=now_ms)
     # Every other field of the message (api, provider, model, stopReason, details, isError, …).
-    extra = models.JSONField(default=dict, blank=True)
+    extra = TranscriptJSONField(default=dict, blank=True)
     # Whether its text holds something credential-like, decided once when stored (messages never
     # change), so reads skip the redaction scan for clean messages. None: not known (run it).
     redact_needed = models.BooleanField(null=True, blank=True)

@@ -1,6 +1,7 @@
 """transcript.jsonl never cuts its stream on a stored row (issue 28 item 3): a message nested past
-orjson's 255 levels (stored before the depth limit) is written as history answers it, and a row
-no encoder can write is a placeholder line; every line parses, under WSGI and under ASGI."""
+orjson's 255 levels (stored before the depth limit) is written as history answers it, and so is a
+row holding an unpaired surrogate (U+FFFD in its place, models/fields.py); every line parses,
+under WSGI and under ASGI."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pytest
 from django.db import connection
 
 from sessions_app import store
-from sessions_app.lib import sanitize
 from sessions_app.models import ApiKey, Message
 from tests.conftest import add_messages, assistant, make_session, user
 from tests.servers import start_server
@@ -91,8 +91,8 @@ def test_the_same_row_under_asgi(operator):
     connection.vendor == "postgresql",
     reason="PostgreSQL cannot store an unpaired surrogate, so no such row exists there",
 )
-def test_a_row_no_encoder_can_write_is_a_placeholder_line(operator, agents):
-    # SQLite keeps "\ud800" as an escape; read back, no encoder can write it as UTF-8.
+def test_a_row_with_an_unpaired_surrogate_is_written_as_history_answers_it(operator, agents):
+    # SQLite keeps "\ud800" as an escape; read back it is U+FFFD, which UTF-8 can write.
     session = make_session("main")
     add_messages(session, user("before"))
     append_raw(session, [{"type": "text", "text": "half a pair \ud800"}])
@@ -103,8 +103,6 @@ def test_a_row_no_encoder_can_write_is_a_placeholder_line(operator, agents):
     assert len(messages) == 3
     bad = messages[1]
     assert bad["message"]["role"] == "user" and bad["message"]["timestamp"] == 1
-    assert bad["message"]["content"] == [
-        {"type": "text", "text": sanitize.NOT_ENCODABLE_PLACEHOLDER}
-    ]
+    assert bad["message"]["content"] == [{"type": "text", "text": "half a pair \ufffd"}]
     assert bad["parentId"] == messages[0]["id"] and messages[2]["parentId"] == bad["id"]
     assert messages[2]["message"]["content"] == [{"type": "text", "text": "after"}]
