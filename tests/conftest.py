@@ -19,6 +19,9 @@ from sessions_app.manage.agents import upsert_agent
 from sessions_app.models import ApiKey, GatewayConfig, Session
 from tests.fake_openai import fake_openai  # noqa: F401  (a fixture, shared by every test module)
 
+# The composed worlds (session tree, live server and worker, keys), for every test folder.
+pytest_plugins = ["tests.worlds"]
+
 
 def admin_groups() -> dict:
     """The admin's Operators and Viewers groups, as the migrations make them. Made again here:

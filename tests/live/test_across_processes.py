@@ -13,8 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from websockets.sync.client import connect
 
-from tests.conftest import make_agent, make_session, set_config
-from tests.servers import manage, start_server, start_worker
+from tests.worlds import ANNOUNCE_SKIP
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,27 +21,9 @@ HISTORY = "/api/v1/sessions/agent:research:main/history/"
 
 
 @pytest.fixture
-def world():
-    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
-    make_agent("main")
-    make_agent(
-        "research",
-        backend={
-            "type": "scripted",
-            "rules": [
-                {"match": "capital", "reply": "Paris."},
-                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-            ],
-        },
-    )
-    make_session("agent:main:main")
-    make_session("agent:research:main")
-    token = manage("create_api_key", "--scope", "operator").strip().splitlines()[-1]
-    server = start_server()
-    worker = start_worker()
-    yield server, token
-    worker.stop()
-    server.stop()
+def research_rules() -> list[dict]:
+    # The research agent answers "capital" (tests/worlds.py builds the rest of the live world).
+    return [{"match": "capital", "reply": "Paris."}, ANNOUNCE_SKIP]
 
 
 def ws_url(server) -> str:
@@ -57,8 +38,8 @@ def request(ws, request_id: str, method: str, params: dict) -> dict:
             return frame
 
 
-def test_a_worker_run_streams_into_a_websocket_subscriber(world):
-    server, token = world
+def test_a_worker_run_streams_into_a_websocket_subscriber(live_world, operator_token):
+    server, token = live_world.server, operator_token
     auth = {"Authorization": f"Bearer {token}"}
     with connect(ws_url(server), additional_headers=auth) as ws:
         assert request(ws, "1", "sessions.subscribe", {})["ok"]
@@ -136,8 +117,8 @@ def append(server, token, *texts):
     assert response.status == 201 or response.status == 200, response.body
 
 
-def test_sse_follow_survives_a_disconnect_with_no_gap_and_no_duplicate(world):
-    server, token = world
+def test_sse_follow_survives_a_disconnect_with_no_gap_and_no_duplicate(live_world, operator_token):
+    server, token = live_world.server, operator_token
     stream = SSE(server, token, HISTORY + "?follow=1")
     assert stream.frame() == {"retry": "1000"}
     assert stream.events("history", 1)[0]["data"]["messages"] == []
@@ -155,10 +136,10 @@ def test_sse_follow_survives_a_disconnect_with_no_gap_and_no_duplicate(world):
     assert [e["data"]["message"]["content"] for e in resumed] == ["two", "three", "four"]
 
 
-def test_revoking_a_key_closes_its_websocket_and_its_stream(world):
+def test_revoking_a_key_closes_its_websocket_and_its_stream(live_world, operator_token):
     from sessions_app.models import ApiKey
 
-    server, token = world
+    server, token = live_world.server, operator_token
     stream = SSE(server, token, HISTORY + "?follow=1")
     stream.events("history", 1)
     with connect(ws_url(server), additional_headers={"Authorization": f"Bearer {token}"}) as ws:
@@ -172,14 +153,14 @@ def test_revoking_a_key_closes_its_websocket_and_its_stream(world):
     stream.close()
 
 
-def test_browser_sessions_need_same_origin_and_the_view_permission(world, django_user_model):
+def test_browser_sessions_need_same_origin_and_the_view_permission(live_world, django_user_model):
     from django.contrib.auth.models import Permission
     from django.contrib.contenttypes.models import ContentType
     from django.test import Client
 
     from sessions_app.models import Session
 
-    server, _ = world
+    server = live_world.server
     user = django_user_model.objects.create_user("viewer", password="pw-123456")
     # A transactional flush may have taken the permission rows with it; make sure it exists.
     permission, _ = Permission.objects.get_or_create(

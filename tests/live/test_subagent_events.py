@@ -12,31 +12,28 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.live.test_across_processes import SSE, request, ws_url
-from tests.live_world import ANNOUNCE_SKIP, main_and_research
-from tests.servers import start_server, start_worker
+from tests.worlds import ANNOUNCE_SKIP
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def family():
-    token = main_and_research(
-        [
-            ANNOUNCE_SKIP,
-            {
-                "match": "pause",
-                "on": ["spawn"],
-                "toolCalls": [{"name": "sessions_yield", "arguments": {"waitFor": "message"}}],
-            },
-            {"match": ".*", "on": ["spawn"], "reply": "Found it."},
-        ],
-        subagents={"allowAgents": ["research"]},
-    )
-    server = start_server()
-    worker = start_worker()
-    yield server, token
-    worker.stop()
-    server.stop()
+def research_rules() -> list[dict]:
+    # A spawned research child that pauses (sessions_yield) on "pause", else answers.
+    return [
+        ANNOUNCE_SKIP,
+        {
+            "match": "pause",
+            "on": ["spawn"],
+            "toolCalls": [{"name": "sessions_yield", "arguments": {"waitFor": "message"}}],
+        },
+        {"match": ".*", "on": ["spawn"], "reply": "Found it."},
+    ]
+
+
+@pytest.fixture
+def main_agent() -> dict:
+    return {"subagents": {"allowAgents": ["research"]}}
 
 
 def invoke(server, token, tool: str, args: dict) -> dict:
@@ -68,8 +65,8 @@ def in_order(seen: list[str], states: list[str]) -> bool:
     return seen == [s for s in states if s in seen] and seen[-1] == states[-1]
 
 
-def test_websocket_followers_of_the_parent_hear_a_child_start_and_finish(family):
-    server, token = family
+def test_websocket_followers_of_the_parent_hear_a_child_start_and_finish(live_world):
+    server, token = live_world.server, live_world.token
     with connect(ws_url(server), additional_headers={"Authorization": f"Bearer {token}"}) as ws:
         assert request(ws, "1", "sessions.messages.subscribe", {"key": "agent:main:main"})["ok"]
         spawned = invoke(server, token, "sessions_spawn", {"agentId": "research", "task": "dig"})
@@ -86,8 +83,8 @@ def test_websocket_followers_of_the_parent_hear_a_child_start_and_finish(family)
     assert in_order(seen, ["queued", "started", "finished"])
 
 
-def test_sse_followers_hear_a_child_wait_and_get_cancelled(family):
-    server, token = family
+def test_sse_followers_hear_a_child_wait_and_get_cancelled(live_world):
+    server, token = live_world.server, live_world.token
     stream = SSE(server, token, "/api/v1/sessions/agent:main:main/history/?follow=1")
     try:
         spawned = invoke(

@@ -9,41 +9,31 @@ import contextlib
 import pytest
 
 from sessions_app.models import Run
-from tests.conftest import make_agent, make_session, set_config
-from tests.mcp.helpers import http_client, key
-from tests.servers import start_server, start_worker, wait_until
+from tests.mcp.helpers import http_client
+from tests.servers import wait_until
+from tests.worlds import ANNOUNCE_SKIP
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def world():
-    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
-    make_agent("main", subagents={"allowAgents": ["research"]})
-    make_agent(
-        "research",
-        backend={
-            "type": "scripted",
-            "rules": [
-                {"match": "very slow", "delayMs": 6500, "reply": "at last"},
-                {"match": "slow", "delayMs": 3000, "reply": "finally"},
-                {"match": "capital", "reply": "Paris."},
-                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-            ],
-        },
-    )
-    make_session("main")
-    make_session("agent:research:main")
-    token = key()
-    server = start_server()
-    worker = start_worker()
-    yield server, token
-    worker.stop()
-    server.stop()
+def research_rules() -> list[dict]:
+    # Replies slow enough for a client to go away during the wait (tests/worlds.py: the rest).
+    return [
+        {"match": "very slow", "delayMs": 6500, "reply": "at last"},
+        {"match": "slow", "delayMs": 3000, "reply": "finally"},
+        {"match": "capital", "reply": "Paris."},
+        ANNOUNCE_SKIP,
+    ]
 
 
-def test_a_send_waits_for_the_workers_reply_and_a_spawn_is_accepted(world):
-    server, token = world
+@pytest.fixture
+def main_agent() -> dict:
+    return {"subagents": {"allowAgents": ["research"]}}
+
+
+def test_a_send_waits_for_the_workers_reply_and_a_spawn_is_accepted(live_world):
+    server, token = live_world.server, live_world.token
 
     async def scenario():
         async with http_client(server, token) as client:
@@ -68,8 +58,8 @@ def test_a_send_waits_for_the_workers_reply_and_a_spawn_is_accepted(world):
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_a_client_that_leaves_during_a_wait_leaves_the_run_and_the_server_fine(world, mode):
-    server, token = world
+def test_a_client_that_leaves_during_a_wait_leaves_the_run_and_the_server_fine(live_world, mode):
+    server, token = live_world.server, live_world.token
 
     async def scenario():
         async with http_client(server, token, mode=mode) as client:
@@ -93,8 +83,8 @@ def test_a_client_that_leaves_during_a_wait_leaves_the_run_and_the_server_fine(w
     wait_until(lambda: Run.objects.get(pk=run.pk).status == "ok", timeout=30)
 
 
-def test_a_held_send_reports_progress_to_a_client_that_asked(world):
-    server, token = world
+def test_a_held_send_reports_progress_to_a_client_that_asked(live_world):
+    server, token = live_world.server, live_world.token
     progress: list[tuple[float, str | None]] = []
 
     async def on_progress(value, total, message):

@@ -14,34 +14,26 @@ from django.db import connection
 from django.test import Client
 
 from sessions_app.models import Run
-from tests.conftest import Api
-from tests.live_world import ANNOUNCE_SKIP, main_and_research, send_to_research
-from tests.servers import (
-    database_refuses_connections,
-    start_server,
-    start_worker,
-    wait_until,
-)
+from tests.conftest import Api, make_agent
+from tests.servers import database_refuses_connections, start_worker, wait_until
+from tests.worlds import ANNOUNCE_SKIP, send_to_research
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="an outage of a database server (SQLite has none)"
+    ),
+]
 
 
 @pytest.fixture
-def world():
-    if connection.vendor != "postgresql":
-        pytest.skip("an outage of a database server (SQLite has none)")
-    token = main_and_research(
-        [
-            {"match": "long", "delayMs": 9000, "reply": "made it through"},
-            {"match": "short", "delayMs": 2000, "reply": "finished in the dark"},
-            ANNOUNCE_SKIP,
-        ]
-    )
-    server = start_server()
-    worker = start_worker()
-    yield server, token
-    worker.stop()
-    server.stop()
+def research_rules() -> list[dict]:
+    # A turn long enough for the outage to fall inside it, and one that ends during it.
+    return [
+        {"match": "long", "delayMs": 9000, "reply": "made it through"},
+        {"match": "short", "delayMs": 2000, "reply": "finished in the dark"},
+        ANNOUNCE_SKIP,
+    ]
 
 
 def start(server, token, message: str) -> str:
@@ -55,8 +47,8 @@ def start(server, token, message: str) -> str:
         ("a short turn", 6, "finished in the dark"),  # the turn ends during it: the finish waits
     ],
 )
-def test_a_run_rides_out_a_database_outage(world, message, seconds, reply):
-    server, token = world
+def test_a_run_rides_out_a_database_outage(live_world, message, seconds, reply):
+    server, token = live_world.server, live_world.token
     run_id = start(server, token, message)
     wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING).exists(), timeout=20)
     with database_refuses_connections():
@@ -70,8 +62,8 @@ def test_a_run_rides_out_a_database_outage(world, message, seconds, reply):
     assert run.reply == reply
 
 
-def test_the_heartbeat_beats_again_after_the_outage(world):
-    server, token = world
+def test_the_heartbeat_beats_again_after_the_outage(live_world):
+    server, token = live_world.server, live_world.token
     run_id = start(server, token, "a long turn")
     wait_until(lambda: Run.objects.filter(pk=run_id, status=Run.RUNNING).exists(), timeout=20)
     with database_refuses_connections():
@@ -90,19 +82,17 @@ def test_the_heartbeat_beats_again_after_the_outage(world):
 
 
 @pytest.fixture
-def short_bound():
+def short_bound(two_agents, main_token):
     """A worker that rides out outages of 1 s only; no server (the send is made here)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("an outage of a database server (SQLite has none)")
-    token = main_and_research(
-        [
-            {"match": "long", "delayMs": 6000, "reply": "never said"},
-            {"match": "short", "delayMs": 500, "reply": "never stored"},
-            {"match": "warm", "reply": "warm"},
-            ANNOUNCE_SKIP,
-        ]
-    )
-    api = Api(Client(), token)
+    # research scripted again: shorter turns than the module's, and a warm-up.
+    research = [
+        {"match": "long", "delayMs": 6000, "reply": "never said"},
+        {"match": "short", "delayMs": 500, "reply": "never stored"},
+        {"match": "warm", "reply": "warm"},
+        ANNOUNCE_SKIP,
+    ]
+    make_agent("research", backend={"type": "scripted", "rules": research})
+    api = Api(Client(), main_token)
     worker = start_worker(workers=1, env={"RUN_DB_OUTAGE_SECONDS": "1"})
     # A first turn imports what a turn needs: the measured one is then in its model call, not
     # in a second of imports, when the database goes.

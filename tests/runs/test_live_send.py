@@ -7,35 +7,21 @@ import pytest
 
 from sessions_app.models import Message, Run
 from sessions_app.runs.sweeper import sweep
-from tests.conftest import make_agent, make_session, set_config
-from tests.servers import manage, start_server, start_worker, wait_until
+from tests.conftest import make_agent, set_config
+from tests.servers import wait_until
+from tests.worlds import ANNOUNCE_SKIP
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def world():
-    set_config(visibility="all", a2a_enabled=True, max_ping_pong_turns=0)
-    make_agent("main")
-    make_agent(
-        "research",
-        backend={
-            "type": "scripted",
-            "rules": [
-                {"match": "slow", "delayMs": 30000, "reply": "finally"},
-                {"match": "capital", "reply": "Paris."},
-                {"match": ".*", "on": ["announce"], "reply": "ANNOUNCE_SKIP"},
-            ],
-        },
-    )
-    make_session("main")
-    make_session("agent:research:main")
-    token = manage("create_api_key", "--scope", "agent", "--agent", "main").strip().splitlines()[-1]
-    server = start_server()
-    worker = start_worker()
-    yield server, worker, token
-    worker.stop()
-    server.stop()
+def research_rules() -> list[dict]:
+    # The research agent is slow on "slow", answers "capital" (tests/worlds.py: the live world).
+    return [
+        {"match": "slow", "delayMs": 30000, "reply": "finally"},
+        {"match": "capital", "reply": "Paris."},
+        ANNOUNCE_SKIP,
+    ]
 
 
 def send(server, token, message, timeout=30, **extra):
@@ -53,8 +39,8 @@ def send(server, token, message, timeout=30, **extra):
     return response.json()["result"]["details"]
 
 
-def test_a_send_waits_for_the_reply_from_a_worker_process(world):
-    server, _, token = world
+def test_a_send_waits_for_the_reply_from_a_worker_process(live_world):
+    server, token = live_world.server, live_world.token
     details = send(server, token, "What is the capital of France?")
     assert details["status"] == "ok" and details["reply"] == "Paris."
     assert details["sessionKey"] == "agent:research:main"
@@ -62,8 +48,8 @@ def test_a_send_waits_for_the_reply_from_a_worker_process(world):
     assert run.status == "ok" and run.worker  # executed by the cluster, not by us
 
 
-def test_a_wait_that_times_out_leaves_the_run_going_and_can_be_rejoined(world):
-    server, _, token = world
+def test_a_wait_that_times_out_leaves_the_run_going_and_can_be_rejoined(live_world):
+    server, token = live_world.server, live_world.token
     set_config(max_ping_pong_turns=0)
     make_agent(
         "research",
@@ -93,8 +79,8 @@ def test_a_wait_that_times_out_leaves_the_run_going_and_can_be_rejoined(world):
     )
 
 
-def test_a_send_to_a_target_whose_run_fails_says_why(world):
-    server, _, token = world
+def test_a_send_to_a_target_whose_run_fails_says_why(live_world):
+    server, token = live_world.server, live_world.token
     make_agent(
         "research",
         backend={"type": "scripted", "rules": [{"match": ".*", "error": "model overloaded"}]},
@@ -106,8 +92,8 @@ def test_a_send_to_a_target_whose_run_fails_says_why(world):
     assert details["targetRun"]["error"] == "model overloaded"
 
 
-def test_a_send_queued_behind_a_stopped_worker_says_it_waits(world):
-    server, worker, token = world
+def test_a_send_queued_behind_a_stopped_worker_says_it_waits(live_world):
+    server, worker, token = live_world.server, live_world.worker, live_world.token
     worker.stop()  # nothing takes the run: it stays queued
     details = send(server, token, "capital?", timeout=1)
     assert details["status"] == "timeout" and details["delivered"] is True
@@ -118,16 +104,16 @@ def test_a_send_queued_behind_a_stopped_worker_says_it_waits(world):
     assert Message.objects.filter(session__key="agent:research:main", role="user").exists()
 
 
-def test_idempotency_key_returns_the_same_run(world):
-    server, _, token = world
+def test_idempotency_key_returns_the_same_run(live_world):
+    server, token = live_world.server, live_world.token
     first = send(server, token, "capital?", idempotencyKey="req-1")
     again = send(server, token, "capital?", idempotencyKey="req-1")
     assert first["runId"] == again["runId"] and again["status"] == "ok"
     assert Run.objects.filter(kind="send").count() == 1
 
 
-def test_a_worker_killed_mid_run_is_ended_by_the_sweeper_and_its_waiter_told(world):
-    server, worker, token = world
+def test_a_worker_killed_mid_run_is_ended_by_the_sweeper_and_its_waiter_told(live_world):
+    server, worker, token = live_world.server, live_world.worker, live_world.token
     started = send(server, token, "slow please", timeout=0)
     run_id = started["runId"]
     wait_until(lambda: Run.objects.filter(pk=run_id, status="running").exists())
@@ -147,8 +133,8 @@ def test_a_worker_killed_mid_run_is_ended_by_the_sweeper_and_its_waiter_told(wor
     assert not Message.objects.filter(session__key="agent:research:main", role="assistant").exists()
 
 
-def test_twenty_concurrent_sends_leave_contiguous_seqs(world):
-    server, _, token = world
+def test_twenty_concurrent_sends_leave_contiguous_seqs(live_world):
+    server, token = live_world.server, live_world.token
     results = []
     threads = [
         threading.Thread(target=lambda i=i: results.append(send(server, token, f"capital {i}?")))
@@ -168,8 +154,8 @@ def test_twenty_concurrent_sends_leave_contiguous_seqs(world):
     assert len(set(r["runId"] for r in results)) == 20
 
 
-def test_a_spawned_sub_agent_reports_back_through_a_worker(world):
-    server, _, token = world
+def test_a_spawned_sub_agent_reports_back_through_a_worker(live_world):
+    server, token = live_world.server, live_world.token
     make_agent("main", subagents={"allowAgents": ["research"]})
     make_agent(
         "research",

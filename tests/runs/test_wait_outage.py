@@ -11,21 +11,14 @@ import time
 import pytest
 from django.db import connection
 
-from tests.live_world import main_and_research, send_to_research
-from tests.servers import database_refuses_connections, start_server
+from tests.servers import database_refuses_connections
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def world():
-    if connection.vendor != "postgresql":
-        pytest.skip("an outage of a database server (SQLite has none)")
-    token = main_and_research()
-    server = start_server()  # no worker: the run stays queued, the wait runs to its timeout
-    sent = send_to_research(server, token, "hi")
-    yield server, token, sent["runId"]
-    server.stop()
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="an outage of a database server (SQLite has none)"
+    ),
+]
 
 
 def wait_during_outage(server, token, run_id, *, timeout: int, outage: float):
@@ -45,14 +38,18 @@ def wait_during_outage(server, token, run_id, *, timeout: int, outage: float):
     return result["response"]
 
 
-def test_a_wait_rides_out_a_blip_shorter_than_its_timeout(world):
-    server, token, run_id = world
+def test_a_wait_rides_out_a_blip_shorter_than_its_timeout(running_server, main_token, queued_send):
+    # No worker: the run stays queued, the wait runs to its timeout.
+    server, token, run_id = running_server, main_token, queued_send
     response = wait_during_outage(server, token, run_id, timeout=6, outage=2)
     assert response.status == 202 and response.json()["runId"] == run_id
 
 
-def test_a_wait_that_ends_during_an_outage_is_a_503_with_the_run(world):
-    server, token, run_id = world
+def test_a_wait_that_ends_during_an_outage_is_a_503_with_the_run(
+    running_server, main_token, queued_send
+):
+    # No worker: the run stays queued, the wait runs to its timeout.
+    server, token, run_id = running_server, main_token, queued_send
     # Longer than the pool's 10-second wait for a connection, which rides out shorter ones.
     response = wait_during_outage(server, token, run_id, timeout=2, outage=13)
     assert response.status == 503

@@ -13,24 +13,24 @@ import urllib.request
 import pytest
 from django.db import connection
 
-from tests.live_world import main_and_research, send_to_research
-from tests.servers import start_server, wait_until
+from tests.servers import wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="the connection pool is PostgreSQL's (SQLite opens a file per thread)",
+    ),
+]
 
 HELD = 4  # twice the pool
 
 
 @pytest.fixture
-def world():
-    if connection.vendor != "postgresql":
-        pytest.skip("the connection pool is PostgreSQL's (SQLite opens a file per thread)")
-    token = main_and_research()
-    # No worker: the run stays queued and every wait runs to its timeout.
-    server = start_server(env={"DB_POOL_MAX": "2", "DB_POOL_TIMEOUT": "3"})
-    sent = send_to_research(server, token, "hi")
-    yield server, token, sent["runId"]
-    server.stop()
+def server_env() -> dict[str, str]:
+    # A pool of 2 for the server; no worker: the run stays queued and every wait runs to its
+    # timeout (tests/worlds.py queued_send).
+    return {"DB_POOL_MAX": "2", "DB_POOL_TIMEOUT": "3"}
 
 
 def open_sse(server, token: str, opened: list) -> None:
@@ -43,8 +43,10 @@ def open_sse(server, token: str, opened: list) -> None:
     opened.append(reply)
 
 
-def test_waits_and_followers_leave_the_pool_to_other_clients(world):
-    server, token, run_id = world
+def test_waits_and_followers_leave_the_pool_to_other_clients(
+    running_server, main_token, queued_send
+):
+    server, token, run_id = running_server, main_token, queued_send
     waits = [
         threading.Thread(
             target=server.request,

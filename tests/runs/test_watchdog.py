@@ -19,8 +19,8 @@ from sessions_app.models import Run
 from sessions_app.runs import engine, watchdog
 from sessions_app.runs.chain import Chain
 from tests.conftest import make_session
-from tests.live_world import ANNOUNCE_SKIP, main_and_research, send_to_research
-from tests.servers import start_server, start_worker, wait_until
+from tests.servers import start_worker, wait_until
+from tests.worlds import ANNOUNCE_SKIP, send_to_research
 
 
 def queued_run(session, *, age: int = 60) -> Run:
@@ -86,27 +86,23 @@ def test_no_heartbeat_is_judged_until_the_database_has_been_back_a_while(session
 
 
 @pytest.fixture
-def world(transactional_db):
-    token = main_and_research(
-        [
-            {"match": "slow", "delayMs": 60000, "reply": "never"},
-            ANNOUNCE_SKIP,
-            {"match": ".*", "reply": "here"},
-        ]
-    )
-    server = start_server()
-    yield server, token
-    server.stop()
+def research_rules() -> list[dict]:
+    # A turn that outlasts the test, and a quick one (tests/worlds.py: the rest of the world).
+    return [
+        {"match": "slow", "delayMs": 60000, "reply": "never"},
+        ANNOUNCE_SKIP,
+        {"match": ".*", "reply": "here"},
+    ]
 
 
 def send(server, token, message: str) -> str:
     return send_to_research(server, token, message)["runId"]
 
 
-def test_a_worker_killed_mid_run_is_noticed_within_seconds(world):
+def test_a_worker_killed_mid_run_is_noticed_within_seconds(two_agents, running_server, main_token):
     """SIGKILL of the worker process running a turn: another worker process's watchdog ends the
     run, with the true reason, well before the minute sweep would (it is not called here)."""
-    server, token = world
+    server, token = running_server, main_token  # the worker: started by the test
     worker = start_worker(workers=2)
     try:
         run_id = send(server, token, "slow please")
@@ -119,8 +115,8 @@ def test_a_worker_killed_mid_run_is_noticed_within_seconds(world):
         worker.stop()
 
 
-def test_a_task_the_broker_lost_is_run_within_seconds(world):
-    server, token = world
+def test_a_task_the_broker_lost_is_run_within_seconds(two_agents, running_server, main_token):
+    server, token = running_server, main_token  # the worker: started by the test
     run_id = send(server, token, "quick one")  # no worker yet: its task waits in the broker
     taskqueue.broker().purge_queue()  # ...and is lost, as a killed worker's prefetched task is
     worker = start_worker(workers=1)
