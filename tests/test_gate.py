@@ -291,6 +291,7 @@ CASES = [
 
 @pytest.fixture
 def world(agents):
+    # Particular: a running run on the target (the model-call entrance calls tools as that run).
     make_session(TARGET)
     Run.objects.create(session=make_session(TARGET), kind="send", status=Run.RUNNING)
     api_key, token = ApiKey.generate(scope=ApiKey.AGENT, agent=agents["main"])

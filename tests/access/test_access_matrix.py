@@ -100,6 +100,7 @@ def configure(config: str) -> None:
 
 @pytest.fixture
 def world(agents):
+    # Particular: the oracle's sessions (SESSIONS, SPAWNED_BY), each with a message to read.
     for key in SESSIONS:
         entry = {"spawnedBy": SPAWNED_BY[key], "spawnDepth": 1} if key in SPAWNED_BY else {}
         add_messages(make_session(key, **entry), user(f"hello {key}"))

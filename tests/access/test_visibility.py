@@ -12,26 +12,9 @@ from sessions_app.access import visibility
 from sessions_app.models import ApiKey, Run
 from sessions_app.runs.chain import Chain
 from sessions_app.runs.engine import start_run
-from tests.conftest import Api, make_agent, make_session, set_config
+from tests.conftest import Api, make_agent, set_config
 from tests.runs.helpers import drain
-
-MAIN = "agent:main:main"
-CHILD = "agent:main:subagent:child-1"
-GRANDCHILD = "agent:main:subagent:child-1:subagent:g-1"
-SIBLING = "agent:main:discord:group:dev"
-RESEARCH = "agent:research:main"
-OTHER = "agent:other:main"
-
-
-@pytest.fixture
-def world(agents):
-    make_session(MAIN)
-    make_session(CHILD, spawnedBy=MAIN, spawnDepth=1)
-    make_session(GRANDCHILD, spawnedBy=CHILD, spawnDepth=2)
-    make_session(SIBLING, channel="discord")
-    make_session(RESEARCH)
-    make_session(OTHER)
-    make_session("agent:research:subagent:r-1", spawnedBy=MAIN, spawnDepth=1)
+from tests.worlds import CHILD, GRANDCHILD, MAIN, OTHER, RESEARCH, SIBLING
 
 
 def listed(api):
@@ -42,7 +25,7 @@ def history_of(api, key):
     return api.details("sessions_history", {"sessionKey": key})
 
 
-def test_default_visibility_is_tree_current_session_and_direct_children(agent_main, world):
+def test_default_visibility_is_tree_current_session_and_direct_children(agent_main, session_tree):
     assert listed(agent_main) == sorted([MAIN, CHILD])
     assert history_of(agent_main, CHILD)["sessionKey"] == CHILD
     assert history_of(agent_main, GRANDCHILD) == {
@@ -52,7 +35,7 @@ def test_default_visibility_is_tree_current_session_and_direct_children(agent_ma
     }
 
 
-def test_self_sees_only_the_current_session(agent_main, world):
+def test_self_sees_only_the_current_session(agent_main, session_tree):
     set_config(visibility="self")
     assert listed(agent_main) == [MAIN]
     assert history_of(agent_main, CHILD) == {
@@ -62,7 +45,7 @@ def test_self_sees_only_the_current_session(agent_main, world):
     }
 
 
-def test_agent_sees_every_session_of_its_agent(agent_main, world):
+def test_agent_sees_every_session_of_its_agent(agent_main, session_tree):
     set_config(visibility="agent")
     assert listed(agent_main) == sorted([MAIN, CHILD, GRANDCHILD, SIBLING])
     assert history_of(agent_main, RESEARCH) == {
@@ -72,7 +55,7 @@ def test_agent_sees_every_session_of_its_agent(agent_main, world):
     }
 
 
-def test_all_needs_agent_to_agent_for_other_agents(agent_main, world):
+def test_all_needs_agent_to_agent_for_other_agents(agent_main, session_tree):
     set_config(visibility="all")
     assert listed(agent_main) == sorted([MAIN, CHILD, GRANDCHILD, SIBLING])
     assert history_of(agent_main, RESEARCH) == {
@@ -82,7 +65,7 @@ def test_all_needs_agent_to_agent_for_other_agents(agent_main, world):
     }
 
 
-def test_all_with_agent_to_agent_allow_list(agent_main, world):
+def test_all_with_agent_to_agent_allow_list(agent_main, session_tree):
     set_config(visibility="all", a2a_enabled=True, a2a_allow=["main", "res*"])
     assert RESEARCH in listed(agent_main) and OTHER not in listed(agent_main)
     assert history_of(agent_main, RESEARCH)["sessionKey"] == RESEARCH
@@ -92,7 +75,9 @@ def test_all_with_agent_to_agent_allow_list(agent_main, world):
     }
 
 
-def test_a_typo_in_the_agent_part_is_not_found_where_that_agent_may_be_seen(agent_main, world):
+def test_a_typo_in_the_agent_part_is_not_found_where_that_agent_may_be_seen(
+    agent_main, session_tree
+):
     """Issue 29.6. OpenClaw's guard reads the agent from the key's text before any lookup
     (reference §1.3: a key is not resolved through the gateway; §3.2: resolve, then the guard,
     then chat.history), so an agent id the allow list does not cover is the A2A refusal even
@@ -117,12 +102,12 @@ def test_a_typo_in_the_agent_part_is_not_found_where_that_agent_may_be_seen(agen
     assert history_of(agent_main, "agent:mian:main") == not_found
 
 
-def test_all_with_empty_allow_list_allows_every_agent(agent_main, world):
+def test_all_with_empty_allow_list_allows_every_agent(agent_main, session_tree):
     set_config(visibility="all", a2a_enabled=True, a2a_allow=[])
     assert {RESEARCH, OTHER} <= set(listed(agent_main))
 
 
-def test_sandboxed_session_is_clamped_to_what_it_spawned(sandboxed_main, world):
+def test_sandboxed_session_is_clamped_to_what_it_spawned(sandboxed_main, session_tree):
     set_config(visibility="all", a2a_enabled=True)
     # restrictToSpawned: the list shows only sessions this one spawned (of its own agent)
     assert listed(sandboxed_main) == [CHILD]
@@ -134,12 +119,14 @@ def test_sandboxed_session_is_clamped_to_what_it_spawned(sandboxed_main, world):
     }
 
 
-def test_sandbox_visibility_all_lifts_the_clamp(sandboxed_main, world):
+def test_sandbox_visibility_all_lifts_the_clamp(sandboxed_main, session_tree):
     set_config(visibility="agent", sandbox_visibility="all")
     assert listed(sandboxed_main) == sorted([MAIN, CHILD, GRANDCHILD, SIBLING])
 
 
-def test_a_run_a_sandboxed_key_starts_is_clamped_as_the_key(sandboxed_main, agent_main, world):
+def test_a_run_a_sandboxed_key_starts_is_clamped_as_the_key(
+    sandboxed_main, agent_main, session_tree
+):
     """A sandboxed key may not read SIBLING; asking its agent to (a send to its own session)
     must not read it either (it did: the run's tool calls were clamped by the agent's flag
     only), nor spawn round it. An unsandboxed key's run of the same agent still reads it. Runs
@@ -179,7 +166,7 @@ def test_a_run_a_sandboxed_key_starts_is_clamped_as_the_key(sandboxed_main, agen
     assert not run.sandboxed and json.loads(run.reply)["sessionKey"] == SIBLING
 
 
-def test_a_sandboxed_sub_agent_is_not_restricted_to_its_own_children(agents, world):
+def test_a_sandboxed_sub_agent_is_not_restricted_to_its_own_children(agents, session_tree):
     _, token = ApiKey.generate(scope="agent", agent=agents["main"], sandboxed=True)
     api = Api(Client(), token)
     rows = api.details("sessions_list", sessionKey=CHILD)["sessions"]
@@ -187,7 +174,7 @@ def test_a_sandboxed_sub_agent_is_not_restricted_to_its_own_children(agents, wor
     assert sorted(r["key"] for r in rows) == sorted([CHILD, GRANDCHILD])
 
 
-def test_list_skips_denied_rows_silently(agent_main, world):
+def test_list_skips_denied_rows_silently(agent_main, session_tree):
     details = agent_main.details("sessions_list", {"agentId": "research"})
     assert details == {
         "count": 0,

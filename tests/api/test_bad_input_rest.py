@@ -16,7 +16,7 @@ from django.test import Client
 
 from openclaw_common.errors import Unauthenticated
 from sessions_app.models import ApiKey, Message, Session
-from tests.conftest import Api, add_messages, assistant, make_session, set_config, tool_result, user
+from tests.conftest import Api, add_messages, make_session, set_config, tool_result, user
 from tests.tools.test_bad_input_tools import assert_error, check_all
 
 BIG = 2**53
@@ -27,12 +27,11 @@ CALL = {"name": "sessions_list", "arguments": {}}
 
 
 @pytest.fixture
-def world(agents):
-    main = make_session("main", label="home")
-    add_messages(main, user("hello"), assistant("hi"), tool_result("ok"))
-    make_session("agent:other:main")
+def world(chat_sessions):
+    # A tool result too (a message appended here is seq 4), and the group labelled.
+    add_messages(chat_sessions, tool_result("ok"))
     make_session("discord:group:dev", label="dev")
-    return main
+    return chat_sessions
 
 
 @pytest.fixture(scope="module")

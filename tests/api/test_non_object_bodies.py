@@ -13,7 +13,6 @@ import pytest
 from policies_app.models import SendPolicy, SendPolicyRule
 from sessions_app.models import ApiKey
 from tests.api.test_api_schema import OPENCLAW_PATHS, PUBLIC_PREFIXES, methods_of, routes
-from tests.conftest import make_session
 from tests.mcp.asgi import ACCEPT
 from tests.mcp.asgi import post as asgi_post
 
@@ -46,8 +45,8 @@ def write_routes() -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def world(operator):
-    make_session("main")
+def world(operator, main_session):
+    # Particular: the rows PATH_VALUES names (a group "Work", send policy rule 1) exist.
     assert operator.put("/api/v1/groups/", {"names": ["Work"]}).status_code == 200
     SendPolicyRule.objects.create(
         policy=SendPolicy.load(), position=1, action="deny", channel="telegram"

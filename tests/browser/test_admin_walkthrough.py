@@ -24,6 +24,7 @@ POLICY_PATH = "/admin/policies_app/sendpolicy/1/change/"
 
 @pytest.fixture
 def world():
+    # Particular: the groups and the staff user the walkthrough clicks through.
     make_agent("main")
     make_session(DEV_GROUP, channel="discord", displayName="dev room")
     make_session(OPS_GROUP, channel="discord")

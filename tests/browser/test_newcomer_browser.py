@@ -18,6 +18,7 @@ CHILD = "agent:research:subagent:5d0c3a52-8f1e-4c7e-9a8e-1f2b3c4d5e6f"
 
 @pytest.fixture
 def world():
+    # Particular: the parent and child transcripts a newcomer reads in the browser.
     make_agent("main")
     make_agent("research")
     parent = make_session(PARENT, displayName="Alice (webchat)")

@@ -74,6 +74,7 @@ def tool_turn(i: int) -> list[dict]:
 
 @pytest.fixture
 def world():
+    # Particular: 120 messages (paged at 50), groups to filter, a viewer and an ingest key.
     make_agent("main", backend={"type": "scripted"})  # replies "ACK: <the message>"
     dev = make_session(DEV, channel="discord", chatType="group", displayName="discord:#dev")
     history = []

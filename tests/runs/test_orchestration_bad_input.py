@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import make_agent, make_session
+from tests.conftest import make_agent
 from tests.tools.test_bad_input_tools import check_all
-
-
-@pytest.fixture
-def world(agents):
-    make_agent("main", subagents={"allowAgents": ["research"]})
-    make_session("main")
-
 
 TOOL_CASES = {
     "sessions_spawn": [
@@ -60,11 +53,11 @@ TOOL_CASES = {
 
 
 @pytest.mark.parametrize("tool", sorted(TOOL_CASES))
-def test_bad_tool_arguments_are_400(operator, world, tool):
+def test_bad_tool_arguments_are_400(operator, main_session, tool):
     check_all(lambda args: operator.invoke(tool, args), TOOL_CASES[tool])
 
 
-def test_bad_orchestration_settings_are_400(operator, world):
+def test_bad_orchestration_settings_are_400(operator, main_session):
     check_all(
         lambda body: operator.patch("/api/v1/config/", body),
         [
@@ -94,7 +87,7 @@ def test_bad_orchestration_settings_are_400(operator, world):
     )
 
 
-def test_bad_per_agent_limits_are_400(operator, world):
+def test_bad_per_agent_limits_are_400(operator, main_session):
     check_all(
         lambda body: operator.put("/api/v1/agents/main/", body),
         [
@@ -117,7 +110,7 @@ def test_bad_per_agent_limits_are_400(operator, world):
     )
 
 
-def test_per_agent_limits_apply(operator, agent_main, world):
+def test_per_agent_limits_apply(operator, agent_main, main_session):
     response = operator.put(
         "/api/v1/agents/main/",
         {"subagents": {"allowAgents": ["research"], "maxChildrenPerAgent": 1}},

@@ -14,7 +14,7 @@ from django.test import Client
 
 from sessions_app.models import Agent, ApiKey, GatewayConfig, Message, Session
 from sessions_app.tools import TOOLS
-from tests.conftest import Api, add_messages, assistant, make_session, user
+from tests.conftest import Api
 
 BIG = 2**53  # one past JavaScript's safe-integer range
 
@@ -64,15 +64,6 @@ def snapshot() -> dict:
         "config": list(GatewayConfig.objects.values()),
         "keys": list(ApiKey.objects.order_by("id").values("id", "revoked_at")),
     }
-
-
-@pytest.fixture
-def world(agents):
-    main = make_session("main", label="home")
-    add_messages(main, user("hello"), assistant("hi"))
-    make_session("agent:other:main")
-    make_session("discord:group:dev")
-    return main
 
 
 @pytest.fixture(scope="module")
@@ -132,18 +123,18 @@ BODY_CASES = [  # (raw body, text in the message)
 ]
 
 
-def test_malformed_body_is_400(operator, world):
+def test_malformed_body_is_400(operator, chat_sessions):
     check_all(lambda body: invoke_raw(operator, body), BODY_CASES)
 
 
-def test_oversized_body_is_413(operator, world, oversized_body):
+def test_oversized_body_is_413(operator, chat_sessions, oversized_body):
     before = snapshot()
     response = invoke_raw(operator, oversized_body)
     assert_error(response, 413, "payload_too_large", "request body", "limit")
     assert snapshot() == before
 
 
-def test_body_at_the_limit_is_read(operator, world):
+def test_body_at_the_limit_is_read(operator, chat_sessions):
     # A body just under the limit is parsed (here refused for its label, not its size).
     head = b'{"tool": "sessions_list", "args": {"label": "'
     filler = settings.DATA_UPLOAD_MAX_MEMORY_SIZE - len(head) - 3
@@ -152,7 +143,7 @@ def test_body_at_the_limit_is_read(operator, world):
 
 
 @pytest.mark.parametrize("method", ["get", "put", "patch", "delete", "head", "options"])
-def test_other_methods_are_405_with_allow(operator, world, method):
+def test_other_methods_are_405_with_allow(operator, chat_sessions, method):
     before = snapshot()
     response = getattr(operator.client, method)("/tools/invoke", **operator.headers())
     assert response.status_code == 405
@@ -217,17 +208,17 @@ FIELD_CASES = [
 ]
 
 
-def test_bad_envelope_field_is_400(operator, world):
+def test_bad_envelope_field_is_400(operator, chat_sessions):
     check_all(lambda body: operator.post("/tools/invoke", body), FIELD_CASES)
 
 
-def test_unknown_tool_is_404(operator, world):
+def test_unknown_tool_is_404(operator, chat_sessions):
     names = ["sessions_spawnx", "Sessions_List", "exec", "x" * 300, "sessions_list\x01"]
     cases = [(name, f"Tool not available: {name}") for name in names]
     check_all(operator.invoke, cases, status=404, error_type="not_found")
 
 
-def test_envelope_fields_of_the_right_type_are_accepted(operator, world):
+def test_envelope_fields_of_the_right_type_are_accepted(operator, chat_sessions):
     details = operator.details(
         "sessions_list",
         {},
@@ -240,7 +231,7 @@ def test_envelope_fields_of_the_right_type_are_accepted(operator, world):
     assert [row["key"] for row in details["sessions"]] == ["agent:main:main"]
 
 
-def test_null_args_mean_no_args(operator, world):
+def test_null_args_mean_no_args(operator, chat_sessions):
     response = invoke_raw(operator, b'{"tool": "sessions_list", "args": null}')
     assert response.status_code == 200, response.content
     assert response.json()["result"]["details"]["limitApplied"] == 100
@@ -299,12 +290,12 @@ def _with_session_key(tool: str, args: dict) -> dict:
     ("tool", "name", "minimum"),
     [(tool, name, minimum) for tool, names in INTEGER_ARGS.items() for name, minimum in names],
 )
-def test_bad_integer_argument_is_400(operator, world, tool, name, minimum):
+def test_bad_integer_argument_is_400(operator, chat_sessions, tool, name, minimum):
     cases = [(value, f"{name} {expected}") for value, expected in _bad_integers(minimum)]
     check_all(lambda value: operator.invoke(tool, _with_session_key(tool, {name: value})), cases)
 
 
-def test_integer_overflowing_to_infinity_is_400(operator, world):
+def test_integer_overflowing_to_infinity_is_400(operator, chat_sessions):
     # json.loads reads 1e999 as float("inf"); it must not slip through as a huge limit.
     cases = []
     for tool, names in INTEGER_ARGS.items():
@@ -420,7 +411,7 @@ OTHER_BAD_ARGS = [
     "tool",
     ["sessions_list", "sessions_history", "agents_list", "session_status", "sessions_search"],
 )
-def test_bad_argument_is_400(operator, world, tool):
+def test_bad_argument_is_400(operator, chat_sessions, tool):
     cases = [(args, expected) for name, args, expected in OTHER_BAD_ARGS if name == tool]
     check_all(lambda args: operator.invoke(tool, args), cases)
 
@@ -446,7 +437,7 @@ UNKNOWN_ARGS = [
 
 
 @pytest.mark.parametrize("tool", sorted({tool for tool, _ in UNKNOWN_ARGS}))
-def test_unknown_arguments_are_ignored_on_a_tool_call(operator, world, tool):
+def test_unknown_arguments_are_ignored_on_a_tool_call(operator, chat_sessions, tool):
     for name, args in UNKNOWN_ARGS:
         if name != tool:
             continue
@@ -483,7 +474,9 @@ def test_unknown_arguments_are_ignored_on_a_tool_call(operator, world, tool):
         ("/api/v1/sessions/", {"message_limits": "1"}, "Unknown argument for sessions_list"),
     ],
 )
-def test_rest_bad_tool_arguments_are_400_by_either_spelling(operator, world, path, params, message):
+def test_rest_bad_tool_arguments_are_400_by_either_spelling(
+    operator, chat_sessions, path, params, message
+):
     response = operator.get(path, params)
     assert_error(response, 400, "invalid_request", message)
 
@@ -505,22 +498,22 @@ def test_rest_bad_tool_arguments_are_400_by_either_spelling(operator, world, pat
         ({"offset": "0"}, "offset", 0),
     ],
 )
-def test_lenient_numbers(operator, world, args, field, expected):
+def test_lenient_numbers(operator, chat_sessions, args, field, expected):
     assert operator.details("sessions_list", args)[field] == expected
 
 
-def test_unknown_kinds_are_ignored(operator, world):
+def test_unknown_kinds_are_ignored(operator, chat_sessions):
     details = operator.details("sessions_list", {"kinds": ["main", "bogus"]})
     assert [row["key"] for row in details["sessions"]] == ["agent:main:main"]
 
 
-def test_include_tools_truthy_spellings(operator, world):
+def test_include_tools_truthy_spellings(operator, chat_sessions):
     for value in [True, "true", "1", "yes", " ON "]:
         args = {"sessionKey": "main", "includeTools": value}
         assert len(operator.details("sessions_history", args)["messages"]) == 2, value
 
 
-def test_message_limit_is_clamped_to_20(operator, world):
+def test_message_limit_is_clamped_to_20(operator, chat_sessions):
     details = operator.details("sessions_list", {"messageLimit": 1000, "kinds": ["main"]})
     assert len(details["sessions"][0]["messages"]) == 2
 
@@ -528,13 +521,13 @@ def test_message_limit_is_clamped_to_20(operator, world):
 # --- refusals are results, not HTTP errors -----------------------------------------------------
 
 
-def test_history_of_another_agents_session_is_a_forbidden_result(agent_main, world):
+def test_history_of_another_agents_session_is_a_forbidden_result(agent_main, chat_sessions):
     details = agent_main.details("sessions_history", {"sessionKey": "agent:other:main"})
     assert details["status"] == "forbidden"
     assert "tools.sessions.visibility" in details["error"]
 
 
-def test_history_of_an_unknown_session_id_is_an_error_result(agent_main, world):
+def test_history_of_an_unknown_session_id_is_an_error_result(agent_main, chat_sessions):
     unknown = "00000000-0000-4000-8000-000000000000"
     details = agent_main.details("sessions_history", {"sessionKey": unknown})
     assert details == {
@@ -543,7 +536,7 @@ def test_history_of_an_unknown_session_id_is_an_error_result(agent_main, world):
     }
 
 
-def test_refusal_result_also_comes_as_text(outsider, world):
+def test_refusal_result_also_comes_as_text(outsider, chat_sessions):
     response = outsider.invoke("sessions_history", {"sessionKey": "agent:main:main"})
     assert response.status_code == 200
     result = response.json()["result"]
@@ -567,7 +560,7 @@ BAD_AUTHORIZATIONS = [
 ]
 
 
-def test_missing_or_bad_key_is_401(anonymous, world):
+def test_missing_or_bad_key_is_401(anonymous, chat_sessions):
     def send(authorization):
         headers = {} if authorization is None else {"HTTP_AUTHORIZATION": authorization}
         response = anonymous.post("/tools/invoke", {"tool": "sessions_list"}, **headers)
@@ -578,18 +571,18 @@ def test_missing_or_bad_key_is_401(anonymous, world):
     check_all(send, cases, status=401, error_type="unauthorized")
 
 
-def test_revoked_key_is_401(agents, world):
+def test_revoked_key_is_401(agents, chat_sessions):
     key, token = ApiKey.generate(scope=ApiKey.OPERATOR)
     key.revoke()
     response = Api(Client(), token).invoke("sessions_list")
     assert_error(response, 401, "unauthorized", "Authorization: Bearer")
 
 
-def test_unauthenticated_oversized_body_is_401_not_read(anonymous, world, oversized_body):
+def test_unauthenticated_oversized_body_is_401_not_read(anonymous, chat_sessions, oversized_body):
     assert_error(invoke_raw(anonymous, oversized_body), 401, "unauthorized")
 
 
-def test_ingest_key_may_not_call_tools(ingest, world):
+def test_ingest_key_may_not_call_tools(ingest, chat_sessions):
     cases = [
         (("sessions_list", {}), "ingest key cannot act as a session"),
         (("sessions_history", {"sessionKey": "main"}), "ingest key cannot act as a session"),
@@ -608,7 +601,7 @@ ACT_AS_OTHERS = [
 
 
 @pytest.mark.parametrize("persona", ["agent_main", "sandboxed_main"])
-def test_agent_key_may_not_act_as_another_agents_session(request, world, persona):
+def test_agent_key_may_not_act_as_another_agents_session(request, chat_sessions, persona):
     api = request.getfixturevalue(persona)
 
     def send(body):
@@ -617,7 +610,7 @@ def test_agent_key_may_not_act_as_another_agents_session(request, world, persona
     check_all(send, ACT_AS_OTHERS, status=403, error_type="forbidden")
 
 
-def test_pinned_key_may_act_only_as_its_session(agents, world):
+def test_pinned_key_may_act_only_as_its_session(agents, chat_sessions):
     _, token = ApiKey.generate(
         scope=ApiKey.AGENT, agent=agents["main"], session_key="agent:main:discord:group:dev"
     )

@@ -20,9 +20,10 @@ def hits(details) -> list[tuple[str, str]]:
 
 
 @pytest.fixture
-def world(agents):
+def world(main_session):
     """main (the caller's own), a child of main, and another agent's session."""
-    main = make_session("agent:main:main")
+    # Particular: the words each session holds are what the searches find.
+    main = main_session
     add_messages(main, user("deploy the nightly build"), assistant("The nightly build is green"))
     child = make_session("agent:main:subagent:c1", spawnedBy="agent:main:main")
     add_messages(child, assistant("Nightly deploy finished; build artifacts uploaded"))

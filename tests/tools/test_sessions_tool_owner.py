@@ -42,6 +42,7 @@ RULES = [
 
 @pytest.fixture
 def world(agents):
+    # Particular: main and research scripted to call the owner-only tool, "all" visibility.
     set_config(visibility="all")
     make_agent(
         "main",

@@ -121,12 +121,14 @@ def test_every_surface_offers_the_camel_case_names_only(db, anonymous, name):
 
 
 @pytest.fixture
-def world(agents):
+def world(main_session):
+    # Particular: words to search for, and a child for the snake_case send to reach.
     set_config(visibility="all", a2a_enabled=True)
-    main = make_session("agent:main:main")
-    add_messages(main, user("deploy the nightly build"), assistant("nightly build is green"))
+    add_messages(
+        main_session, user("deploy the nightly build"), assistant("nightly build is green")
+    )
     make_session("agent:main:subagent:kid", spawnedBy="agent:main:main")
-    return main
+    return main_session
 
 
 @pytest.mark.parametrize(

@@ -78,6 +78,7 @@ def tool_call(call_id: str, name: str, arguments: dict, *, thinking: str | None 
 
 @pytest.fixture
 def world(agents):
+    # Particular (and shared by tests/ui): the transcripts, runs and archive the pages show.
     """main (with a spawned child and a grandchild), a discord group, a cron job with a failed
     run, and an archived signal group."""
     main = make_session(
