@@ -114,12 +114,13 @@ def test_a_burst_of_one_credential_is_refused_before_any_key_lookup(
     assert ratelimit._by_credential == {}
 
 
-def asgi_call(path: str, authorization: str, method: str = "POST") -> tuple[int, dict, bytes]:
-    """One HTTP request through the project's ASGI application, as the server makes it."""
-    from openclaw_site.asgi import application
-
-    sent: list[dict] = []
-    bodies = [{"type": "http.request", "body": b"{}", "more_body": False}]
+async def asgi_request(
+    application, path: str, *, method: str = "GET", headers=(), body: bytes = b"", sent=None
+) -> list[dict]:
+    """One HTTP request through an ASGI application, as the server makes it (the client stays
+    connected after its body); returns the messages sent back (into `sent` when given)."""
+    sent = [] if sent is None else sent
+    bodies = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def receive():
         if bodies:
@@ -139,11 +140,20 @@ def asgi_call(path: str, authorization: str, method: str = "POST") -> tuple[int,
         "raw_path": path.encode(),
         "root_path": "",
         "query_string": b"",
-        "headers": [(b"authorization", authorization.encode()), (b"host", b"localhost")],
+        "headers": list(headers),
         "client": ("127.0.0.1", 5000),
         "server": ("127.0.0.1", 8000),
     }
-    asyncio.run(application(scope, receive, send))
+    await application(scope, receive, send)
+    return sent
+
+
+def asgi_call(path: str, authorization: str, method: str = "POST") -> tuple[int, dict, bytes]:
+    """One HTTP request through the project's ASGI application, with a key and a `{}` body."""
+    from openclaw_site.asgi import application
+
+    headers = [(b"authorization", authorization.encode()), (b"host", b"localhost")]
+    sent = asyncio.run(asgi_request(application, path, method=method, headers=headers, body=b"{}"))
     start = next(m for m in sent if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
@@ -707,32 +717,7 @@ def page_stand_in(monkeypatch):
 
 async def _page(application, path: str, *, headers=(), sent=None) -> int:
     """One GET of a page through the ASGI application; its messages go to `sent`."""
-    sent = [] if sent is None else sent
-    bodies = [{"type": "http.request", "body": b"", "more_body": False}]
-
-    async def receive():
-        if bodies:
-            return bodies.pop()
-        await asyncio.Event().wait()  # the client stays connected
-
-    async def send(message):
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": list(headers),
-        "client": ("127.0.0.1", 5000),
-        "server": ("127.0.0.1", 8000),
-    }
-    await application(scope, receive, send)
+    sent = await asgi_request(application, path, headers=headers, sent=sent)
     return next(m["status"] for m in sent if m["type"] == "http.response.start")
 
 
