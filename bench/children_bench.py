@@ -50,7 +50,6 @@ from django.db import connection  # noqa: E402
 from bench import shapes  # noqa: E402
 from sessions_app import rows  # noqa: E402
 from sessions_app.access.identity import requester_for_session  # noqa: E402
-from sessions_app.manage.agents import upsert_agent  # noqa: E402
 from sessions_app.models import GatewayConfig, Session  # noqa: E402
 from sessions_app.tools.sessions_list import sessions_list  # noqa: E402
 
@@ -77,35 +76,21 @@ def uptime() -> str:
 def empty(profile: shapes.Profile) -> None:
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE sessions_app_session RESTART IDENTITY CASCADE")
-    for agent_id in shapes.agent_ids(profile):
-        upsert_agent(api_key=None, agent_id=agent_id, data={"name": agent_id})
-
-
-def generated(profile: shapes.Profile, count: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            shapes.sessions_sql(
-                profile,
-                count,
-                now_ms=int(time.time() * 1000),
-                messages_per_session=0,
-                deep_messages=0,
-            )
-        )
+    shapes.add_agents(profile)
 
 
 def grow(shape: str, sessions: int) -> None:
     profile = SKEWED if shape == "skewed" else shapes.PROFILES["none"]
     empty(profile)
     if shape == "skewed":
-        generated(profile, sessions)
-    elif shape == "copies":
-        generated(profile, SEEDED)
         with connection.cursor() as cursor:
-            cursor.execute(shapes.copies_sql(SEEDED, sessions))
+            shapes.grow(cursor, profile, sessions)
+    elif shape == "copies":
+        with connection.cursor() as cursor:
+            shapes.grow(cursor, profile, sessions, seeded=SEEDED)
     else:
-        generated(profile, SEEDED)
         with connection.cursor() as cursor:  # the generator wrote explicit ids
+            shapes.grow(cursor, profile, SEEDED)
             cursor.execute(
                 "SELECT setval(pg_get_serial_sequence('sessions_app_session', 'id'), %s)",
                 [SEEDED],

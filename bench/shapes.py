@@ -8,13 +8,15 @@ session 3 `agent:main:orchestrator`, the one parent of the one-parent profiles. 
 are sessions 4 … 3 + giants. The parent and the giants are among the most recently active, so a
 list's first page holds them: the case a data shape can make slow.
 
-Importing this module needs Django set up but reads nothing; bench/generate.py and
-tests/reads/test_list_query_plans.py call it.
+Importing this module needs Django set up but reads nothing; bench/generate.py,
+bench/children_bench.py and tests/reads/test_list_query_plans.py call it (the last two through
+add_agents and grow).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
 DAY_MS = 86_400_000
@@ -383,3 +385,40 @@ FROM generate_series({seeded + 1}, {count}) AS g
 CROSS JOIN (SELECT min(updated_at) AS at FROM sessions_app_session) AS oldest
 JOIN sessions_app_session s ON s.id = 1 + (g - 1) % {seeded}
 """
+
+
+def add_agents(profile: Profile) -> None:
+    """The profile's agents (the sessions name them), each named as its id."""
+    from sessions_app.manage.agents import upsert_agent
+
+    for agent_id in agent_ids(profile):
+        upsert_agent(api_key=None, agent_id=agent_id, data={"name": agent_id})
+
+
+def grow(
+    cursor,
+    profile: Profile,
+    count: int,
+    *,
+    seeded: int | None = None,
+    messages_per_session: int = 0,
+    deep_messages: int = 0,
+) -> None:
+    """Write `count` sessions of `profile` through `cursor` into an empty table: all generated,
+    or `seeded` generated and then copied in turn up to `count` (copies_sql). The generated
+    sessions' messages are written too when they have any (the copies have none)."""
+    generated = seeded or count
+    cursor.execute(
+        sessions_sql(
+            profile,
+            generated,
+            now_ms=int(time.time() * 1000),
+            messages_per_session=messages_per_session,
+            deep_messages=deep_messages,
+        )
+    )
+    if messages_per_session or deep_messages:
+        load_templates(cursor)
+        cursor.execute(messages_sql(1, generated))
+    if seeded:
+        cursor.execute(copies_sql(seeded, count))

@@ -17,8 +17,6 @@ over a second connection (VACUUM cannot run in the test's transaction).
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -26,7 +24,6 @@ from django.test.utils import CaptureQueriesContext
 from bench import shapes
 from sessions_app import rows
 from sessions_app.access.identity import requester_for_session
-from sessions_app.manage.agents import upsert_agent
 from sessions_app.models import GatewayConfig, Session
 from sessions_app.rows import CHILD_SESSIONS_MAX
 from tests.conftest import set_config
@@ -63,20 +60,9 @@ def skewed_store(django_db_setup, django_db_blocker):
 
 
 def build_store() -> Session:
-    for agent_id in shapes.agent_ids(SKEWED):
-        upsert_agent(api_key=None, agent_id=agent_id, data={"name": agent_id})
+    shapes.add_agents(SKEWED)
     with connection.cursor() as cursor:
-        cursor.execute(
-            shapes.sessions_sql(
-                SKEWED,
-                SESSIONS,
-                now_ms=int(time.time() * 1000),
-                messages_per_session=1,
-                deep_messages=300,
-            )
-        )
-        shapes.load_templates(cursor)
-        cursor.execute(shapes.messages_sql(1, SESSIONS))
+        shapes.grow(cursor, SKEWED, SESSIONS, messages_per_session=1, deep_messages=300)
         # Inside the test's transaction ANALYZE sees the rows it inserted; the statistics go
         # when the transaction rolls back.
         cursor.execute("ANALYZE sessions_app_session")
@@ -260,17 +246,7 @@ def test_the_children_lookup_probes_the_partial_index_whatever_the_statistics(
 ):
     profile, seeded = STORES[store]
     with own_connection.cursor() as cursor:
-        cursor.execute(
-            shapes.sessions_sql(
-                profile,
-                seeded or SESSIONS,
-                now_ms=int(time.time() * 1000),
-                messages_per_session=0,
-                deep_messages=0,
-            )
-        )
-        if seeded:
-            cursor.execute(shapes.copies_sql(seeded, SESSIONS))
+        shapes.grow(cursor, profile, SESSIONS, seeded=seeded)
         cursor.execute("SELECT count(*) FROM sessions_app_session")
         assert cursor.fetchone() == (SESSIONS,)
         for when in ("ANALYZE", "VACUUM (ANALYZE)"):
