@@ -32,6 +32,7 @@ def server(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def world(server, tmp_path):
+    # Particular: the server is the module's (started once), the worker each test's own.
     set_config(max_children_per_agent=10)
     make_agent(
         "main",

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from sessions_app.models import ApiKey, Message, Run, Session
+from sessions_app.models import Message, Run, Session
 from tests.conftest import make_agent, make_session, set_config
-from tests.servers import start_server, start_worker, wait_until
+from tests.servers import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,18 +26,19 @@ RULES = [
 
 
 @pytest.fixture
-def world():
+def worker_processes() -> int:
+    return 1
+
+
+@pytest.fixture
+def world(running_server, running_worker, operator_token, ingest_token):
+    # Particular: main alone, scripted for ingest, with two sessions of its own (tests/worlds.py
+    # runs the server and the worker).
     set_config(visibility="agent")  # the operator's abort goes through the send guard
     make_agent("main", backend={"type": "scripted", "rules": RULES})
     make_session(WORK)
     make_session("agent:main:other")
-    _, operator = ApiKey.generate(scope=ApiKey.OPERATOR)
-    _, ingest = ApiKey.generate(scope=ApiKey.INGEST)
-    server = start_server()
-    worker = start_worker(workers=1)
-    yield {"server": server, "operator": operator, "ingest": ingest}
-    worker.stop()
-    server.stop()
+    return {"server": running_server, "operator": operator_token, "ingest": ingest_token}
 
 
 def ingest(w, key: str, text: str) -> Run:
