@@ -13,6 +13,7 @@ django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from openclaw_site import page_gate  # noqa: E402
 from openclaw_site.middleware import ApiHandler, is_api_request  # noqa: E402
+from sessions_app.access.source_limit import source_of_scope  # noqa: E402
 from sessions_app.api import door  # noqa: E402
 from sessions_app.live.consumer import websocket_app  # noqa: E402
 from sessions_app.mcp.paths import is_mcp_path  # noqa: E402
@@ -40,9 +41,10 @@ async def http_app(scope, receive, send):
         return
     # Every API request passes the door first: its credential's place and, for a credential
     # not yet seen to authenticate here, a place among the unchecked (sessions_app/api/door.py).
-    ticket = await door.admit(_header(scope, b"authorization"))
+    # A source that failed too many key checks is refused here too (access/source_limit.py).
+    ticket = await door.admit(_header(scope, b"authorization"), source_of_scope(scope))
     if not isinstance(ticket, door.Ticket):
-        await door.send_429(send, ticket)
+        await door.send_429(send, ticket.body, retry_after=ticket.retry_after)
         return
 
     async def send_through(message):

@@ -15,6 +15,7 @@ import pytest
 from django.test import Client
 
 from sessions_app import store
+from sessions_app.access import source_limit
 from sessions_app.manage.agents import upsert_agent
 from sessions_app.models import ApiKey, GatewayConfig, Session
 from tests.fake_openai import fake_openai  # noqa: F401  (a fixture, shared by every test module)
@@ -129,6 +130,9 @@ def _fresh_limits(settings):
     from django.core.cache import caches
 
     caches[getattr(settings, "OPENCLAW_LIMITS_CACHE", "default")].clear()
+    # The per-source failure counts live in this process's memory: every test comes from
+    # 127.0.0.1, and the suite's hundreds of 401s would otherwise lock it out.
+    source_limit.forget()
 
 
 @pytest.fixture

@@ -25,7 +25,9 @@ from django.db import connections
 from django.test import Client
 from mcp import Client as McpClient
 
+from sessions_app.access import source_limit
 from sessions_app.api import ratelimit
+from sessions_app.lib.client_address import UNKNOWN
 from sessions_app.live.hub import Hub
 from sessions_app.mcp.server import build_server
 from sessions_app.mcp.stdio import stdio_caller
@@ -236,6 +238,19 @@ def over_rate(api_key: ApiKey, settings) -> tuple[str, Any]:
     return ("value", "ok")
 
 
+def failed_source(api_key: ApiKey, settings) -> tuple[str, Any]:
+    """The address the request comes from has failed its key checks: the (valid, but never
+    served here) key is not even looked up."""
+    settings.OPENCLAW_SOURCE_AUTH_FAILURES = 2
+    settings.OPENCLAW_SOURCE_WINDOW_SECONDS = 10**9  # (no window edge to cross)
+    # Django's test client and MCP's come from 127.0.0.1; channels' WebsocketCommunicator sets
+    # no client address, which counts as the unknown source (a real server always has one).
+    for source in ("127.0.0.1", UNKNOWN):
+        for _ in range(2):
+            source_limit.failed(source)
+    return ("value", "ok")
+
+
 def oversize(api_key: ApiKey, settings) -> tuple[str, Any]:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
     return ("value", "x" * 8000)
@@ -244,6 +259,11 @@ def oversize(api_key: ApiKey, settings) -> tuple[str, Any]:
 RULES: dict[str, tuple[set[str], Callable[..., tuple[str, Any]], Refusal]] = {
     "a revoked key": (KEYED, revoked, Refusal("unauthorized")),
     "a key over its rate": (KEYED, over_rate, Refusal("rate_limited")),
+    "a source over its failed key checks": (
+        KEYED,
+        failed_source,
+        Refusal("rate_limited", "too many failed API key checks from"),
+    ),
     "an oversize body": (HTTP, oversize, Refusal("too_large")),
     "a NUL": (
         set(ENTRANCES),

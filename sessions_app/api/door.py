@@ -21,6 +21,11 @@ refuses the surplus with `429` + `Retry-After: 1` itself, by two counts per proc
   count, so clients already served are not refused because strangers flood the door; a
   credential refused since is forgotten.
 
+- **Per source** (sessions_app/access/source_limit.py): a source (the client's address) that
+  failed `OPENCLAW_SOURCE_AUTH_FAILURES` key checks in the current window is refused here,
+  with no wait, for a credential not known here; and a source holds at most
+  `OPENCLAW_SOURCE_UNCHECKED_LIMIT` of the unchecked places.
+
 A request that finds its count full waits at the door for a place (`admit`), on the event loop,
 for up to `OPENCLAW_API_QUEUE_SECONDS` (5), if fewer requests wait for that count than it has
 places; otherwise, and after the wait, it is refused.
@@ -44,6 +49,7 @@ from django.conf import settings
 
 from openclaw_common.errors import Unauthenticated
 
+from ..access import source_limit
 from ..access.identity import authenticate as identity_authenticate
 from ..models import ApiKey
 from . import ratelimit
@@ -72,6 +78,7 @@ class Ticket:
     credential: str
     unchecked: bool  # holds one of the unchecked places
     holds_place: bool = True  # holds one of its credential's places
+    source: str | None = None  # where it came from, when it holds one of the source's places
 
     def checked(self, ok: bool) -> None:
         """The key has been looked up: the unchecked place goes back; a good credential is
@@ -103,6 +110,9 @@ class Ticket:
         if self.unchecked:
             self.unchecked = False
             _unchecked -= 1
+        if self.source is not None:
+            source_limit.give_back_unchecked(self.source)
+            self.source = None
 
     def _give_back_place(self) -> None:
         with _lock:
@@ -112,23 +122,65 @@ class Ticket:
         ratelimit.release_credential(self.credential)
 
 
-CREDENTIAL, UNCHECKED = "credential", "unchecked"  # the two counts
+# The counts: the credential's, the unchecked, the source's share of them; and a source that
+# failed too many checks (refused at once, never queued).
+CREDENTIAL, UNCHECKED, SOURCE, FAILED_SOURCE = "credential", "unchecked", "source", "failed"
 
 
-def _take(credential: str) -> Ticket | str:
+def is_known(authorization: str | None) -> bool:
+    """Whether this credential has authenticated in this process (and not failed since)."""
+    digest = ratelimit.credential(authorization)
+    with _lock:
+        return digest in _known
+
+
+def _take(credential: str, source: str | None) -> Ticket | str:
     """The request's ticket, or the name of the count that is full."""
     global _unchecked
     if not ratelimit.take_credential(credential):
         return CREDENTIAL
     limit = unchecked_limit()
     with _lock:
-        if credential in _known or limit <= 0:
+        if credential in _known:
             return Ticket(credential, unchecked=False)
+    if source_limit.retry_after(source) is not None:
+        ratelimit.release_credential(credential)
+        return FAILED_SOURCE
+    if limit <= 0:
+        return Ticket(credential, unchecked=False)
+    may, holds = source_limit.take_unchecked(source)
+    if not may:
+        ratelimit.release_credential(credential)
+        return SOURCE
+    with _lock:
         if _unchecked < limit:
             _unchecked += 1
-            return Ticket(credential, unchecked=True)
+            return Ticket(credential, unchecked=True, source=source if holds else None)
+    if holds:
+        source_limit.give_back_unchecked(source)  # type: ignore[arg-type]
     ratelimit.release_credential(credential)
     return UNCHECKED
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The door's no: the 429's text and its Retry-After."""
+
+    text: str
+    retry_after: int = 1
+
+    @property
+    def body(self) -> bytes:
+        return ratelimit.too_many_body(self.text)
+
+
+def _refusal(count: str, source: str | None) -> Refusal:
+    if count == FAILED_SOURCE and source is not None:
+        wait = source_limit.retry_after(source) or 1
+        return Refusal(source_limit.refusal_text(source, wait), wait)
+    if count == SOURCE and source is not None:
+        return Refusal(source_limit.unchecked_text(source))
+    return Refusal(refusal_text(count))
 
 
 def refusal_text(count: str) -> str:
@@ -141,20 +193,15 @@ def refusal_text(count: str) -> str:
     )
 
 
-def refusal(count: str) -> bytes:
-    """The body of the door's 429 when `count` is full."""
-    return ratelimit.too_many_body(refusal_text(count))
-
-
-async def send_429(send, body: bytes, *, websocket: bool = False) -> None:
-    """Write a 429 (`body`, Retry-After: 1) straight to ASGI `send`, before Django: the door's
+async def send_429(send, body: bytes, *, websocket: bool = False, retry_after: int = 1) -> None:
+    """Write a 429 (`body`, `Retry-After`) straight to ASGI `send`, before Django: the door's
     answer to an HTTP request, or with `websocket` the refusal of an upgrade (the ASGI
     WebSocket denial-response extension)."""
     kind = "websocket.http.response" if websocket else "http.response"
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"retry-after", b"1"),
+        (b"retry-after", str(retry_after).encode()),
         (b"x-content-type-options", b"nosniff"),
     ]
     await send({"type": f"{kind}.start", "status": 429, "headers": headers})
@@ -165,15 +212,16 @@ def queue_seconds() -> float:
     return float(getattr(settings, "OPENCLAW_API_QUEUE_SECONDS", DEFAULT_QUEUE_SECONDS))
 
 
-async def admit(authorization: str | None) -> Ticket | bytes:
-    """At the door: the request's ticket, or the body of its 429 when a count is full. A
+async def admit(authorization: str | None, source: str | None = None) -> Ticket | Refusal:
+    """At the door: the request's ticket, or its 429 when a count is full. `source`: where the
+    request comes from (source_limit.source_of_scope). A
     request finding its count full first waits for a place, on the event loop (no thread,
     nothing of Django), for up to OPENCLAW_API_QUEUE_SECONDS, when fewer are waiting for that
     count than it has places; then its 429. So a small burst of one key (its hundred MCP
     clients opening together) gets in as places free up, while a large one is still refused at
     once, and Django never holds more than the limit."""
-    got = await _wait_for_ticket(authorization)
-    return got if isinstance(got, Ticket) else refusal(got)
+    got = await _wait_for_ticket(authorization, source)
+    return got if isinstance(got, Ticket) else _refusal(got, source)
 
 
 class Refused(Exception):
@@ -181,27 +229,61 @@ class Refused(Exception):
 
 
 @contextlib.asynccontextmanager
-async def passage(authorization: str | None) -> AsyncIterator[Ticket]:
+async def passage(authorization: str | None, source: str | None = None) -> AsyncIterator[Ticket]:
     """The door for one credential lookup outside an HTTP request (a WebSocket upgrade's key
     or session cookie, a connect frame's token): admit()'s ticket while the lookup runs, given
     back after it; Refused (with the 429's text) when the door stays full."""
-    got = await _wait_for_ticket(authorization)
+    got = await _wait_for_ticket(authorization, source)
     if not isinstance(got, Ticket):
-        raise Refused(refusal_text(got))
+        raise Refused(_refusal(got, source).text)
     try:
         yield got
     finally:
         got.leave()
 
 
-async def _wait_for_ticket(authorization: str | None) -> Ticket | str:
+def _line(count: str, credential: str, source: str | None) -> tuple[tuple[str, str], int]:
+    """The queue a request finding `count` full waits in, and how many may wait there."""
+    if count == CREDENTIAL:
+        return (CREDENTIAL, credential), ratelimit.concurrency_limit()
+    if count == SOURCE:
+        return (SOURCE, source or ""), source_limit.unchecked_limit()
+    return (UNCHECKED, ""), unchecked_limit()
+
+
+HOLD_BACK_SECONDS = 1.0
+HOLD_BACK_MAX = 1024
+_held_back = 0  # refusals being held back now
+
+
+async def _hold_back() -> None:
+    """A failed source's 429 leaves after HOLD_BACK_SECONDS, on the event loop (a sleeping
+    coroutine: no thread, nothing of Django). A flood that sends its next request as soon as
+    one is answered then sends one a second per connection instead of hundreds, and the
+    process spends its time on other clients. At most HOLD_BACK_MAX at once; past that, at
+    once. (A client that honours Retry-After loses nothing: it was to wait longer.)"""
+    global _held_back
+    with _lock:
+        if _held_back >= HOLD_BACK_MAX:
+            return
+        _held_back += 1
+    try:
+        await asyncio.sleep(HOLD_BACK_SECONDS)
+    finally:
+        with _lock:
+            _held_back -= 1
+
+
+async def _wait_for_ticket(authorization: str | None, source: str | None) -> Ticket | str:
     """admit()'s ticket, or the name of the count that stayed full."""
     credential = ratelimit.credential(authorization)
-    got = _take(credential)
+    got = _take(credential, source)
+    if got == FAILED_SOURCE:  # never waits for a place; its answer is held back instead
+        await _hold_back()
+        return got
     if isinstance(got, Ticket):
         return got
-    line = (CREDENTIAL, credential) if got == CREDENTIAL else (UNCHECKED, "")
-    room = ratelimit.concurrency_limit() if got == CREDENTIAL else unchecked_limit()
+    line, room = _line(got, credential, source)
     wait = queue_seconds()
     with _lock:
         if wait <= 0 or _waiting.get(line, 0) >= room:
@@ -211,8 +293,8 @@ async def _wait_for_ticket(authorization: str | None) -> Ticket | str:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             await asyncio.sleep(QUEUE_POLL_SECONDS)
-            got = _take(credential)
-            if isinstance(got, Ticket):
+            got = _take(credential, source)
+            if isinstance(got, Ticket) or got == FAILED_SOURCE:
                 return got
         return got
     finally:
@@ -264,12 +346,14 @@ def forget() -> None:
 
 
 __all__ = [
+    "Refusal",
     "Refused",
     "Ticket",
     "admit",
     "authenticate",
     "counts",
     "forget",
+    "is_known",
     "is_stream",
     "passage",
     "send_429",

@@ -14,6 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from openclaw_common.errors import InvalidArgument, Unauthenticated
 
 from ..access.identity import Requester
+from ..access.source_limit import source_of_request
 from ..lib.args import Args
 from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
@@ -36,7 +37,8 @@ class KeyUser:
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         scope = getattr(request._request, "scope", None)  # the ASGI door's ticket rides there
-        api_key = gate.admit(request.META.get("HTTP_AUTHORIZATION"), scope)
+        authorization = request.META.get("HTTP_AUTHORIZATION")
+        api_key = gate.admit(authorization, scope, source=source_of_request(request))
         return KeyUser(api_key), api_key
 
     def authenticate_header(self, request):

@@ -2,8 +2,11 @@
 `/ws/`, `/mcp/` over HTTP and stdio, and a model's own tool calls take the same steps, in this
 order, each done by one function:
 
-1. `admit()` (here): authenticate the credential (`access.identity`, telling the door's ticket
-   how it went), then count the request against its key's rate (api/ratelimit.py). An open
+1. `admit()` (here): a source (the client's address) that failed too many key checks is refused
+   before its key is looked up, unless the key already authenticated in this process
+   (`access.source_limit`); authenticate the credential (`access.identity`, telling the door's
+   ticket how it went; a failure counts against the source), then count the request against
+   its key's rate (api/ratelimit.py). An open
    connection is admitted again for each request it makes (a `/ws/` frame, a stdio MCP call), so
    a key revoked or over its rate stops the next one. (A model's tool calls are its run's, not a
    key's: the run was admitted when it was started.)
@@ -19,14 +22,31 @@ entrance that skips a step fails the suite.
 
 from __future__ import annotations
 
+from openclaw_common.errors import Unauthenticated
+
+from ..access import source_limit
 from ..models import ApiKey
 from . import door, ratelimit
 
 
-def admit(authorization: str | None, scope: dict | None = None) -> ApiKey:
+def admit(authorization: str | None, scope: dict | None = None, *, source: str | None) -> ApiKey:
     """The key a request speaks as, counted against its rate. `scope`: the ASGI scope of a
-    request that came through the door (its ticket learns how the lookup went). Raises
-    Unauthenticated or RateLimited."""
-    api_key = door.authenticate(authorization, scope)
+    request that came through the door (its ticket learns how the lookup went). `source`: the
+    client's address (`source_limit.source_of_request` / `source_of_scope`), None for a local
+    process (stdio MCP). Raises Unauthenticated or RateLimited."""
+    check_source(authorization, source)
+    try:
+        api_key = door.authenticate(authorization, scope)
+    except Unauthenticated:
+        source_limit.failed(source)
+        raise
     ratelimit.check_rate(api_key.pk)
     return api_key
+
+
+def check_source(authorization: str | None, source: str | None) -> None:
+    """RateLimited, before any lookup, for a credential not known here from a source that
+    failed too many key checks in this window."""
+    wait = source_limit.retry_after(source)
+    if wait is not None and source is not None and not door.is_known(authorization):
+        raise ratelimit.RateLimited(source_limit.refusal_text(source, wait), wait)

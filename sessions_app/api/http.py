@@ -26,6 +26,7 @@ from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, ToolError, Unauthenticated
 
 from ..access.identity import Requester, requester_for
+from ..access.source_limit import source_of_request
 from ..lib.jsontext import dumps_bytes
 from ..models import ApiKey
 from ..runs.wait import WaitUnavailable
@@ -220,7 +221,9 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                 async with ratelimit.before_auth(authorization, held=held) as busy:  # 429
                     if busy is not None:
                         return busy
-                    request.api_key = await db_step(gate.admit)(authorization, scope)  # 401, 429
+                    request.api_key = await db_step(gate.admit)(  # 401, 429
+                        authorization, scope, source=source_of_request(request)
+                    )
                     async with ratelimit.in_flight(request.api_key) as refused:  # 429
                         if refused is not None:
                             return refused

@@ -36,6 +36,7 @@ from openclaw_common.errors import AccessDenied, InvalidArgument, ToolError, Una
 
 from ..access.identity import Requester, requester_for, requester_for_user
 from ..access.resolve import canonical_for, resolve_session
+from ..access.source_limit import source_of_scope
 from ..api import door, gate, ratelimit
 from ..lib.args import closed
 from ..lib.jsontext import dumps_bytes
@@ -86,6 +87,7 @@ class Connection:
         self.event_seq = 0
         self.auth_kind = ""
         self.credential: str | None = None  # an API key's Authorization, admitted per request
+        self.source = source_of_scope(scope)  # the client's address (access/source_limit.py)
 
     @property
     def requester(self) -> Requester:
@@ -222,7 +224,7 @@ class Connection:
     async def through_the_door(self, credential: str) -> AsyncIterator[door.Ticket]:
         """door.passage, its refusal as this protocol's rate_limited error."""
         try:
-            async with door.passage(credential) as ticket:
+            async with door.passage(credential, self.source) as ticket:
                 yield ticket
         except door.Refused as exc:
             raise RequestError("rate_limited", str(exc)) from None
@@ -254,7 +256,7 @@ class Connection:
     async def _identify(self, authorization: str, session_key: str | None, scope: dict) -> None:
         def identify():
             try:
-                api_key = gate.admit(authorization, scope)
+                api_key = gate.admit(authorization, scope, source=self.source)
             except Unauthenticated as exc:
                 raise RequestError("unauthorized", exc.message) from None
             except ToolError as exc:  # over its rate
@@ -348,7 +350,7 @@ class Connection:
 
     def readmit(self) -> None:
         try:
-            api_key = gate.admit(self.credential)
+            api_key = gate.admit(self.credential, source=self.source)
         except Unauthenticated as exc:
             raise RequestError("unauthorized", exc.message) from None
         if api_key.pk != self.subscriber.api_key_id:  # (a key is one row for ever)

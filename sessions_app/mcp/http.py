@@ -35,6 +35,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from openclaw_common.errors import Unauthenticated
 
 from ..access.identity import Requester, requester_for
+from ..access.source_limit import source_of_scope
 from ..api import gate, ratelimit
 from ..api.http import TOO_LARGE, check_size, error_json, error_response, json_response
 from .server import build_server, in_thread
@@ -181,7 +182,9 @@ class McpApp:
             return
         try:
             # The key first, then the body: a bad or over-limit key costs no upload.
-            api_key = await in_thread(gate.admit)(_header(scope, b"authorization"), scope)
+            api_key = await in_thread(gate.admit)(
+                _header(scope, b"authorization"), scope, source=source_of_scope(scope)
+            )
             receive = await read_body(scope, receive)
         except Exception as exc:
             response = refusal(exc)

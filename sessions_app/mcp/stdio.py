@@ -65,7 +65,8 @@ def stdio_caller(token: str, session_key: str | None, key_argument: str):
     def resolve() -> Requester:
         # Admitted at each call as an HTTP request is: revoked or over its rate stops it.
         with stdio_text(key_argument):
-            api_key = gate.admit(f"Bearer {token}")
+            # A local process its user started: no address to count failures by.
+            api_key = gate.admit(f"Bearer {token}", source=None)
         return requester_for(api_key, session_key=session_key)
 
     async def caller(ctx: ServerRequestContext[Any, Any]) -> Requester:
