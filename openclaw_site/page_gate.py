@@ -16,6 +16,10 @@ the next gets `429` + `Retry-After: 1` written here, before Django, after the do
   (`PageGateMiddleware` below tells the gate what the page's own request found). A signed-in
   user of the browser keeps being served whatever strangers send.
 
+One source (the client's address, sessions_app/access/source_limit.py) holds at most
+`OPENCLAW_SOURCE_PAGE_LIMIT` (4) of the anonymous and of the session count: a flood from one
+address leaves room for the login page of someone elsewhere.
+
 A place is held until the response ends (or starts, for an event stream), the client leaves or
 the app fails. 0 turns the gate off.
 """
@@ -32,6 +36,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.http.cookie import parse_cookie
 
+from sessions_app.access import source_limit
+
 DEFAULT_LIMIT = 8
 QUEUE_POLL_SECONDS = 0.05
 KNOWN_SESSIONS = 10_000
@@ -42,7 +48,7 @@ ANONYMOUS, SESSION, SIGNED_IN = "anonymous", "session", "signed in"  # the three
 
 _lock = threading.Lock()
 _held = {ANONYMOUS: 0, SESSION: 0, SIGNED_IN: 0}
-_waiting = {ANONYMOUS: 0, SESSION: 0, SIGNED_IN: 0}
+_waiting: dict[tuple[str, str], int] = {}  # (count, "") or (SOURCE, source) → requests waiting
 _signed_in: OrderedDict[str, None] = OrderedDict()  # digests of session cookies seen signed in
 
 
@@ -61,12 +67,16 @@ class Place:
     count: str
     session: str  # digest of its session cookie, "" without one
     held: bool = field(default=True)
+    source: str | None = None  # where it came from, when it holds one of the source's places
 
     def leave(self) -> None:
         with _lock:
-            if self.held:
-                self.held = False
-                _held[self.count] -= 1
+            if not self.held:
+                return
+            self.held = False
+            _held[self.count] -= 1
+        if self.source is not None:
+            source_limit.give_back_share(source_limit.PAGES, self.source)
 
     def signed_in(self, yes: bool) -> None:
         """What Django found the request's session to be: a signed-in session's later requests
@@ -94,45 +104,72 @@ def session_digest(scope: dict) -> str:
     return ""
 
 
-def _take(count: str, session: str, room: int) -> Place | None:
+SOURCE = "source"  # (the source's share is full)
+
+
+def _take(count: str, session: str, room: int, source: str | None) -> Place | str:
+    """The place, or the name of what is full: the count, or the source's share of it (a
+    signed-in user's requests are not counted by source)."""
+    holds = False
+    if count != SIGNED_IN:
+        may, holds = source_limit.take_share(source_limit.PAGES, source)
+        if not may:
+            return SOURCE
     with _lock:
         if _held[count] < room:
             _held[count] += 1
-            return Place(count, session)
-    return None
+            return Place(count, session, source=source if holds else None)
+    if holds:
+        source_limit.give_back_share(source_limit.PAGES, source)  # type: ignore[arg-type]
+    return count
 
 
 async def admit(scope: dict) -> Place | str | None:
-    """The request's place; the name of its count when that stayed full; None when the gate is
-    off."""
+    """The request's place; the name of its count (or SOURCE: the source's share of it) when
+    that stayed full; None when the gate is off."""
     room = limit()
     if room <= 0:
         return None
     session = session_digest(scope)
+    source = source_limit.source_of_scope(scope)
     with _lock:
         count = SIGNED_IN if session in _signed_in else SESSION if session else ANONYMOUS
-    place = _take(count, session, room)
-    if place is not None:
-        return place
+    got = _take(count, session, room, source)
+    if isinstance(got, Place):
+        return got
+    # The line it waits in: its count's, or its source's (as many may wait as hold places).
+    line, line_room = ((SOURCE, source), source_limit.share_limit(source_limit.PAGES))
+    if got != SOURCE:
+        line, line_room = (count, ""), room
     wait = queue_seconds()
     with _lock:
-        if wait <= 0 or _waiting[count] >= room:
-            return count
-        _waiting[count] += 1
+        if wait <= 0 or _waiting.get(line, 0) >= line_room:
+            return got
+        _waiting[line] = _waiting.get(line, 0) + 1
     try:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             await asyncio.sleep(QUEUE_POLL_SECONDS)
-            place = _take(count, session, room)
-            if place is not None:
-                return place
-        return count
+            got = _take(count, session, room, source)
+            if isinstance(got, Place):
+                return got
+        return got
     finally:
         with _lock:
-            _waiting[count] -= 1
+            left = _waiting[line] - 1
+            if left:
+                _waiting[line] = left
+            else:
+                del _waiting[line]
 
 
-def refusal_text(count: str) -> str:
+def refusal_text(count: str, source: str = "") -> str:
+    if count == SOURCE:
+        return (
+            f"too many requests without a signed-in session from {source}: at most "
+            f"{source_limit.share_limit(source_limit.PAGES)} are served at once per address on "
+            "this server process (OPENCLAW_SOURCE_PAGE_LIMIT); retry shortly"
+        )
     what = {
         ANONYMOUS: "requests without a session",
         SESSION: "requests with a session not yet seen signed in",
@@ -157,7 +194,7 @@ async def send_429(scope: dict, send, count: str) -> None:
     # Imported here: the door's module needs Django's apps, loaded after this one.
     from sessions_app.api import ratelimit
 
-    text = refusal_text(count)
+    text = refusal_text(count, source_limit.source_of_scope(scope))
     if wants_html(scope):
         body, kind = f"429 Too Many Requests: {text}.\n".encode(), b"text/plain; charset=utf-8"
     else:

@@ -409,10 +409,12 @@ OPENCLAW_PAGE_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_PAGE_CONCURRENCY_
 # Per source (the client's address; sessions_app/access/source_limit.py): after this many failed
 # API-key checks from one address in a window, keys not yet served by a process are refused
 # from there before any lookup until the window ends; and one address holds at most
-# OPENCLAW_SOURCE_UNCHECKED_LIMIT of the door's unchecked places. Per web process.
+# OPENCLAW_SOURCE_UNCHECKED_LIMIT of the door's unchecked places and OPENCLAW_SOURCE_PAGE_LIMIT of
+# each of the pages' gate's counts for strangers. Per web process.
 OPENCLAW_SOURCE_AUTH_FAILURES = int(os.environ.get("OPENCLAW_SOURCE_AUTH_FAILURES", "20"))
 OPENCLAW_SOURCE_WINDOW_SECONDS = int(os.environ.get("OPENCLAW_SOURCE_WINDOW_SECONDS", "60"))
 OPENCLAW_SOURCE_UNCHECKED_LIMIT = int(os.environ.get("OPENCLAW_SOURCE_UNCHECKED_LIMIT", "8"))
+OPENCLAW_SOURCE_PAGE_LIMIT = int(os.environ.get("OPENCLAW_SOURCE_PAGE_LIMIT", "4"))
 OPENCLAW_LOGIN_FAILURES = int(os.environ.get("OPENCLAW_LOGIN_FAILURES", "5"))
 OPENCLAW_LOGIN_LOCKOUT_SECONDS = int(os.environ.get("OPENCLAW_LOGIN_LOCKOUT_SECONDS", "900"))
 # The proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated): a request from

@@ -13,9 +13,13 @@ its /64, which one host holds whole. Two rules, both per web process, in memory:
   (api/gate.py) refuses it on every other way in. A credential already served here (the door's
   memory, api/door.py) still passes: the clients a process serves are not refused because a
   stranger shares their address (a proxy, a NAT, the same host).
-- **Lookups at once**: a source holds at most `OPENCLAW_SOURCE_UNCHECKED_LIMIT` (8) of the
-  door's `OPENCLAW_API_UNCHECKED_LIMIT` places, so before the first rule trips, one source's
-  burst cannot take every place and keep a new client elsewhere out.
+- **Its share of the counts for strangers**: a source holds at most
+  `OPENCLAW_SOURCE_UNCHECKED_LIMIT` (8) of the door's `OPENCLAW_API_UNCHECKED_LIMIT` places
+  (keys being looked up), and at most `OPENCLAW_SOURCE_PAGE_LIMIT` (4) of each of the pages'
+  gate's counts for requests without a signed-in session (openclaw_site/page_gate.py); its
+  surplus waits in a queue of that size, then is refused. So one source's burst, of bad keys
+  before the first rule trips or of anonymous pages, cannot take every place and keep a new
+  client elsewhere out.
 
 Per process rather than in Redis: what these limits protect is the process's own threads and
 pooled connections, which no other process shares; the check sits on the door's event loop,
@@ -40,11 +44,12 @@ from ..lib.client_address import UNKNOWN, address_from, client_address, trusted_
 DEFAULT_AUTH_FAILURES = 20
 DEFAULT_WINDOW_SECONDS = 60
 DEFAULT_UNCHECKED = 8
+DEFAULT_PAGES = 4
 MAX_SOURCES = 100_000
 
 _lock = threading.Lock()
 _failures: OrderedDict[str, tuple[int, int]] = OrderedDict()  # source → (window index, count)
-_unchecked: dict[str, int] = {}  # source → the door's unchecked places it holds
+_shares: dict[tuple[str, str], int] = {}  # (kind, source) → the places it holds
 
 
 def auth_failures() -> int:
@@ -53,10 +58,6 @@ def auth_failures() -> int:
 
 def window_seconds() -> int:
     return max(1, int(getattr(settings, "OPENCLAW_SOURCE_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS)))
-
-
-def unchecked_limit() -> int:
-    return int(getattr(settings, "OPENCLAW_SOURCE_UNCHECKED_LIMIT", DEFAULT_UNCHECKED))
 
 
 def source_key(address: str) -> str:
@@ -125,33 +126,43 @@ def refusal_text(source: str, wait: int) -> str:
     )
 
 
-def take_unchecked(source: str | None) -> tuple[bool, bool]:
-    """One of the source's places among the door's unchecked ones: (may go on, holds a place
-    to give back). (False, False) when the source holds them all."""
-    limit = unchecked_limit()
+UNCHECKED, PAGES = "unchecked", "pages"  # the shares a source holds: the door's, the pages' gate's
+
+
+def share_limit(kind: str) -> int:
+    if kind == PAGES:
+        return int(getattr(settings, "OPENCLAW_SOURCE_PAGE_LIMIT", DEFAULT_PAGES))
+    return int(getattr(settings, "OPENCLAW_SOURCE_UNCHECKED_LIMIT", DEFAULT_UNCHECKED))
+
+
+def take_share(kind: str, source: str | None) -> tuple[bool, bool]:
+    """One of the source's places in `kind` (UNCHECKED: the door's unchecked places; PAGES: the
+    pages' gate's anonymous and unknown-session places): (may go on, holds a place to give
+    back). (False, False) when the source holds its share."""
+    limit = share_limit(kind)
     if source is None or limit <= 0:
         return True, False
     with _lock:
-        held = _unchecked.get(source, 0)
+        held = _shares.get((kind, source), 0)
         if held >= limit:
             return False, False
-        _unchecked[source] = held + 1
+        _shares[(kind, source)] = held + 1
         return True, True
 
 
-def give_back_unchecked(source: str) -> None:
+def give_back_share(kind: str, source: str) -> None:
     with _lock:
-        left = _unchecked.get(source, 0) - 1
+        left = _shares.get((kind, source), 0) - 1
         if left > 0:
-            _unchecked[source] = left
+            _shares[(kind, source)] = left
         else:
-            _unchecked.pop(source, None)
+            _shares.pop((kind, source), None)
 
 
 def unchecked_text(source: str) -> str:
     return (
         f"too many requests with API keys not checked yet from {source}: at most "
-        f"{unchecked_limit()} are checked at once per address on this server process "
+        f"{share_limit(UNCHECKED)} are checked at once per address on this server process "
         "(OPENCLAW_SOURCE_UNCHECKED_LIMIT); retry shortly"
     )
 
@@ -159,7 +170,10 @@ def unchecked_text(source: str) -> str:
 def counts() -> dict[str, int]:
     """What is held now (tests, and a look from a shell)."""
     with _lock:
-        return {"sources": len(_failures), "unchecked": sum(_unchecked.values())}
+        held = {kind: 0 for kind in (UNCHECKED, PAGES)}
+        for (kind, _), count in _shares.items():
+            held[kind] += count
+        return {"sources": len(_failures), **held}
 
 
 def forget() -> None:

@@ -111,7 +111,7 @@ class Ticket:
             self.unchecked = False
             _unchecked -= 1
         if self.source is not None:
-            source_limit.give_back_unchecked(self.source)
+            source_limit.give_back_share(source_limit.UNCHECKED, self.source)
             self.source = None
 
     def _give_back_place(self) -> None:
@@ -148,7 +148,7 @@ def _take(credential: str, source: str | None) -> Ticket | str:
         return FAILED_SOURCE
     if limit <= 0:
         return Ticket(credential, unchecked=False)
-    may, holds = source_limit.take_unchecked(source)
+    may, holds = source_limit.take_share(source_limit.UNCHECKED, source)
     if not may:
         ratelimit.release_credential(credential)
         return SOURCE
@@ -157,7 +157,7 @@ def _take(credential: str, source: str | None) -> Ticket | str:
             _unchecked += 1
             return Ticket(credential, unchecked=True, source=source if holds else None)
     if holds:
-        source_limit.give_back_unchecked(source)  # type: ignore[arg-type]
+        source_limit.give_back_share(source_limit.UNCHECKED, source)  # type: ignore[arg-type]
     ratelimit.release_credential(credential)
     return UNCHECKED
 
@@ -247,7 +247,7 @@ def _line(count: str, credential: str, source: str | None) -> tuple[tuple[str, s
     if count == CREDENTIAL:
         return (CREDENTIAL, credential), ratelimit.concurrency_limit()
     if count == SOURCE:
-        return (SOURCE, source or ""), source_limit.unchecked_limit()
+        return (SOURCE, source or ""), source_limit.share_limit(source_limit.UNCHECKED)
     return (UNCHECKED, ""), unchecked_limit()
 
 

@@ -11,10 +11,11 @@ import json
 import pytest
 from django.test import Client
 
+from openclaw_site import page_gate
 from sessions_app.access import source_limit
 from sessions_app.api import door
 from sessions_app.models import ApiKey
-from tests.access.test_limits import stand_in
+from tests.access.test_limits import page_stand_in, stand_in
 from tests.servers import start_server
 
 LIST = "/api/v1/sessions/"
@@ -169,3 +170,51 @@ def test_one_source_holds_at_most_its_share_of_the_unchecked_places(db, settings
     assert other[0] == 200
     assert source_limit.counts()["unchecked"] == 0  # every place given back
     assert door.counts()["unchecked"] == 0
+
+
+def test_one_source_holds_at_most_its_share_of_the_pages_places(db, settings, monkeypatch):
+    """Anonymous pages from one address take at most OPENCLAW_SOURCE_PAGE_LIMIT of the pages'
+    gate's places: someone at another address still gets the login page."""
+    settings.OPENCLAW_PAGE_CONCURRENCY_LIMIT = 4
+    settings.OPENCLAW_SOURCE_PAGE_LIMIT = 2
+    settings.OPENCLAW_API_QUEUE_SECONDS = 0  # (refused at once, not queued)
+    application, inside, release = page_stand_in(monkeypatch)
+    refused: list[dict] = []
+
+    def page(source: str, sent=None):
+        scope = {**_scope(source, ""), "path": "/accounts/login/", "headers": []}
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            if sent is not None:
+                sent.append(message)
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        statuses: list[int] = []
+        return application(scope, receive, send), statuses
+
+    async def flood():
+        calls = [page("192.0.2.1", refused if i == 9 else None) for i in range(10)]
+        tasks = [asyncio.create_task(c) for c, _ in calls]
+        while len(inside) < 2 or sum(not t.done() for t in tasks) > 2:
+            await asyncio.sleep(0.01)
+        other, other_status = page("192.0.2.2")
+        other_task = asyncio.create_task(other)
+        while len(inside) < 3:
+            await asyncio.sleep(0.01)
+        release.set()
+        await asyncio.gather(*tasks, other_task)
+        return [s[0] for _, s in calls], other_status[0]
+
+    statuses, other = asyncio.run(flood())
+    assert sorted(statuses) == [200] * 2 + [429] * 8 and other == 200
+    body = json.loads(next(m for m in refused if m["type"] == "http.response.body")["body"])
+    assert body["error"]["message"] == (
+        "too many requests without a signed-in session from 192.0.2.1: at most 2 are served at "
+        "once per address on this server process (OPENCLAW_SOURCE_PAGE_LIMIT); retry shortly"
+    )
+    assert source_limit.counts()["pages"] == 0  # every place given back
+    assert page_gate.counts()["anonymous"] == 0
