@@ -107,7 +107,10 @@ rows = [{"id": str(r.pk), "status": r.status, "error": r.error[:200], "attempts"
          "idem": r.idempotency_key} for r in runs]
 same_key = runs.exclude(idempotency_key="").values("idempotency_key").annotate(
     n=Count("id")).filter(n__gt=1).count()
-replies = Message.objects.filter(session__key="agent:echo:main", role="assistant").count()
+# The turn's reply ("pong"); the announce step stores its ANNOUNCE_SKIP beside it.
+replies = sum(1 for c in Message.objects.filter(
+    session__key="agent:echo:main", role="assistant").values_list("content", flat=True)
+    if "pong" in json.dumps(c))
 deliveries = {}
 for status in Delivery.objects.values_list("status", flat=True):
     deliveries[status] = deliveries.get(status, 0) + 1
