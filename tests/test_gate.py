@@ -260,7 +260,8 @@ RULES: dict[str, tuple[set[str], Callable[..., tuple[str, Any]], Refusal]] = {
     "a revoked key": (KEYED, revoked, Refusal("unauthorized")),
     "a key over its rate": (KEYED, over_rate, Refusal("rate_limited")),
     "a source over its failed key checks": (
-        KEYED,
+        # A stdio server is a local process its user started: it has no address to count by.
+        KEYED - {"/mcp/ over stdio"},
         failed_source,
         Refusal("rate_limited", "too many failed API key checks from"),
     ),
