@@ -30,9 +30,11 @@ A request that finds its count full waits at the door for a place (`admit`), on 
 for up to `OPENCLAW_API_QUEUE_SECONDS` (5), if fewer requests wait for that count than it has
 places; otherwise, and after the wait, it is refused.
 
-Why these and not a per-address limit: behind a proxy every client has the proxy's address,
-and on one host (the benchmark, a local runtime) so do the flood and the other clients. Nor a
-cache of refused keys alone: distinct keys never repeat. 0 turns a count off.
+Why these and not a per-address limit on every request: behind a proxy every client has the
+proxy's address, and on one host (the benchmark, a local runtime) so do the flood and the other
+clients; so the per-source counts above apply only to credentials not known here, and a known
+one passes whatever its address did. Nor a cache of refused keys alone: distinct keys never
+repeat. 0 turns a count off.
 """
 
 from __future__ import annotations
