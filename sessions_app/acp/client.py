@@ -8,7 +8,8 @@ their own, and everything the harness says comes back to the worker as events on
 Safety, in this module:
 - the process is started with only the harness's allowlisted environment (harnesses.py), in its
   own process group (a harness's own children end with it), in the checked cwd;
-- we offer no file system or terminal capabilities: the harness works in its cwd on its own;
+- we offer `fs/read_text_file` and `fs/write_text_file` confined to the session's cwd (files.py),
+  and no terminal: `terminal/*` (and anything else we do not announce) is answered with an error;
 - permission requests are answered at once by the harness's permissionMode, and reported;
 - every stdout line must be a JSON-RPC message: anything else ends the turn with an error that
   quotes it (the SDK would log and skip it, leaving a harness that writes only garbage hanging);
@@ -36,9 +37,12 @@ from acp.schema import (
     DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
+    ReadTextFileResponse,
     RequestPermissionResponse,
+    WriteTextFileResponse,
 )
 
+from .files import Refused, WorkingDirectory
 from .harnesses import Harness, HarnessError
 
 log = logging.getLogger("openclaw.acp")
@@ -74,11 +78,78 @@ def _dump(model: Any) -> dict[str, Any]:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-class _Client:
-    """The client side the SDK calls: session/update and session/request_permission."""
+# What initialize announces: the file system (files.py), no terminal.
+CAPABILITIES = ClientCapabilities(
+    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+)
 
-    def __init__(self, process: HarnessProcess):
+
+def _not_offered(method: str) -> RequestError:
+    return RequestError(
+        -32601,
+        f"{method} is not offered by this client (clientCapabilities.terminal is false)",
+        {"method": method},
+    )
+
+
+class _Client:
+    """The client side the SDK calls: session/update, session/request_permission, fs/*. The
+    terminal methods are declined (the SDK would answer them with `null` when missing)."""
+
+    def __init__(self, process: HarnessProcess, files: WorkingDirectory):
         self.process = process
+        self.files = files
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> ReadTextFileResponse:
+        self._check_session(session_id)
+        try:
+            text = await asyncio.to_thread(self.files.read_text, path, line=line, limit=limit)
+        except Refused as exc:
+            raise self._refuse("fs/read_text_file", path, exc) from None
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        self._check_session(session_id)
+        try:
+            await asyncio.to_thread(self.files.write_text, path, content)
+        except Refused as exc:
+            raise self._refuse("fs/write_text_file", path, exc) from None
+        return WriteTextFileResponse()
+
+    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise _not_offered("terminal/create")
+
+    async def terminal_output(self, *args: Any, **kwargs: Any) -> Any:
+        raise _not_offered("terminal/output")
+
+    async def release_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise _not_offered("terminal/release")
+
+    async def wait_for_terminal_exit(self, *args: Any, **kwargs: Any) -> Any:
+        raise _not_offered("terminal/wait_for_exit")
+
+    async def kill_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise _not_offered("terminal/kill")
+
+    def _check_session(self, session_id: str) -> None:
+        known = self.process.session_id
+        if known is not None and session_id != known:
+            raise RequestError(-32602, f"unknown session {session_id!r}", None)
+
+    def _refuse(self, method: str, path: str, exc: Refused) -> RequestError:
+        """The harness hears why; the transcript records it (a harness reaching out of its
+        cwd is worth seeing)."""
+        self.process.events.put(("refused", {"method": method, "path": path, "reason": str(exc)}))
+        return RequestError(-32602, str(exc), {"path": path})
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.process.events.put(("update", _dump(update)))
@@ -120,6 +191,7 @@ class HarnessProcess:
         self._garbage: str | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._started = False
+        self.session_id: str | None = None
         self._thread = threading.Thread(target=self._main, daemon=True, name=f"acp-{harness.id}")
 
     # --- the worker's side (sync) ---------------------------------------------------------
@@ -176,6 +248,11 @@ class HarnessProcess:
         self._cancel = asyncio.Event()
         self._ready.set()
         try:
+            # The cwd as the turn starts: the file system we serve stays this directory.
+            files = WorkingDirectory(self.cwd)
+        except OSError as exc:
+            raise HarnessFailed(f"the working directory cannot be used: {exc.strerror}") from None
+        try:
             proc = await asyncio.create_subprocess_exec(
                 self.harness.executable(),
                 *self.harness.args,
@@ -198,7 +275,7 @@ class HarnessProcess:
             asyncio.create_task(self._pump_stdout(proc, reader)),
             asyncio.create_task(self._pump_stderr(proc.stderr)),
         ]
-        conn = connect_to_agent(_Client(self), proc.stdin, reader)  # type: ignore[arg-type]
+        conn = connect_to_agent(_Client(self, files), proc.stdin, reader)  # type: ignore[arg-type]
         try:
             await self._session(conn, proc)
         except (ConnectionError, RequestError, ValueError) as exc:
@@ -216,10 +293,7 @@ class HarnessProcess:
             await asyncio.wait_for(
                 conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
-                    client_capabilities=ClientCapabilities(
-                        fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                        terminal=False,
-                    ),
+                    client_capabilities=CAPABILITIES,
                     client_info=Implementation(name="openclaw-sessions", version="1"),
                 ),
                 timeout,
@@ -232,7 +306,7 @@ class HarnessProcess:
                 f"the harness did not answer initialize/session/new within {timeout}s "
                 "(startTimeoutSeconds)" + self._stderr_note()
             ) from None
-        session_id = session.session_id
+        session_id = self.session_id = session.session_id
         self._started = True
         self.events.put(("started", {"sessionId": session_id, "cwd": self.cwd, "pid": proc.pid}))
         prompt = asyncio.create_task(

@@ -95,6 +95,14 @@ class Mapper:
             elif kind == "permission":
                 self._close_segment(out)
                 out.append(self._permission(data))
+            elif kind == "refused":  # files.py: a file request outside the rules
+                self._close_segment(out)
+                out.append(
+                    system(
+                        f"Refused {data.get('method')}: {data.get('reason')}",
+                        acp={"event": "refused", **data},
+                    )
+                )
             elif kind == "started":
                 self._close_segment(out)
                 out.append(
@@ -208,8 +216,7 @@ class Mapper:
         name = self.open_calls.pop(call_id)
         text = text_of(update.get("content"))
         if not text and update.get("rawOutput") is not None:
-            raw = update["rawOutput"]
-            text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+            text = _raw_output_text(update["rawOutput"])
         out.append(
             tool_result_message(
                 call_id, name, _cut(text or f"({status})"), error=status == "failed"
@@ -229,6 +236,21 @@ class Mapper:
         used = update.get("used")
         if isinstance(used, int):
             self.usage = {"totalTokens": used}
+
+
+# Where harnesses put a command's output in a tool call's rawOutput when it has no `content`
+# (Codex: `formatted_output`, `aggregated_output`, `stdout`): the output, not the JSON around it.
+RAW_OUTPUT_KEYS = ("formatted_output", "aggregated_output", "output", "stdout")
+
+
+def _raw_output_text(raw: Any) -> str:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, dict):
+        for key in RAW_OUTPUT_KEYS:
+            if isinstance(raw.get(key), str):
+                return raw[key]  # empty: the caller says `(completed)`
+    return json.dumps(raw, ensure_ascii=False)
 
 
 def system(text: str, **extra: Any) -> dict:

@@ -4,6 +4,9 @@
 - garbage: a correct start, then, in the turn, one chunk and a line that is not JSON;
 - hang: never answers initialize;
 - env: says its environment variable names and its cwd, as JSON text;
+- files: the prompt is a JSON list of client requests (`{"read": path, "line"?, "limit"?}`,
+  `{"write": path, "content": text}`, `{"terminal": command}`); it makes each and says what
+  came back, as a JSON list (`{"ok": …}` or `{"error": code, "message": …}`);
 - slow: one chunk a second for a minute, honouring session/cancel (and noting it in a file);
   what it has said so far is in `said.txt` in its cwd (its text is stored only when the
   segment ends, so a test waits for this file instead).
@@ -18,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from acp import PROTOCOL_VERSION, Agent, run_agent, update_agent_message_text
+from acp import PROTOCOL_VERSION, Agent, RequestError, run_agent, update_agent_message_text
 from acp.schema import InitializeResponse, NewSessionResponse, PromptResponse
 
 HOW = sys.argv[1]
@@ -48,7 +51,31 @@ class Misbehaving(Agent):
         with open("said.txt", "a") as said:  # in the session's cwd
             said.write(text)
 
+    async def ask(self, session_id: str, request: dict) -> dict:
+        try:
+            if "read" in request:
+                kwargs = {k: request[k] for k in ("line", "limit") if k in request}
+                answer = await self.client.read_text_file(
+                    path=request["read"], session_id=session_id, **kwargs
+                )
+                return {"ok": answer.content}
+            if "write" in request:
+                await self.client.write_text_file(
+                    path=request["write"], content=request["content"], session_id=session_id
+                )
+                return {"ok": "written"}
+            answer = await self.client.create_terminal(
+                command=request["terminal"], session_id=session_id
+            )
+            return {"ok": answer.terminal_id}
+        except RequestError as exc:
+            return {"error": exc.code, "message": str(exc)}
+
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        if HOW == "files":
+            requests = json.loads(prompt[0].text)
+            await self.say(json.dumps([await self.ask(session_id, r) for r in requests]))
+            return PromptResponse(stop_reason="end_turn")
         if HOW == "env":
             await self.say(json.dumps({"env": sorted(os.environ), "cwd": os.getcwd()}))
             return PromptResponse(stop_reason="end_turn")

@@ -171,3 +171,30 @@ def test_a_call_that_starts_completed_is_paired_at_once():
     out = Mapper("echo").messages([call("c1", kind="read", status="completed", rawOutput={"n": 1})])
     assert [m["role"] for m in out] == ["assistant", "toolResult"]
     assert out[1]["content"][0]["text"] == '{"n": 1}'
+
+
+def test_a_command_result_in_raw_output_reads_as_its_output():
+    # Codex (codex-acp 0.16) sends a command's result with no `content`, only `rawOutput`.
+    def result(raw) -> str:
+        update = {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed"}
+        out = Mapper("codex").messages([call("c1", kind="read"), ("update", {**update, **raw})])
+        return out[-1]["content"][0]["text"]
+
+    raw = {"command": ["/bin/bash", "-lc", "cat a"], "stdout": "hi\n", "exit_code": 0}
+    assert result({"rawOutput": {**raw, "formatted_output": "hi\n"}}) == "hi\n"
+    assert result({"rawOutput": {**raw, "aggregated_output": "hi and err\n"}}) == "hi and err\n"
+    assert result({"rawOutput": raw}) == "hi\n"
+    assert result({"rawOutput": {"formatted_output": "", "stdout": ""}}) == "(completed)"
+    assert result({"rawOutput": "plain"}) == "plain"
+
+
+def test_a_refused_file_request_is_a_system_note():
+    out = Mapper("x").messages(
+        [
+            chunk("reading"),
+            ("refused", {"method": "fs/read_text_file", "path": "/etc/passwd", "reason": "no"}),
+        ]
+    )
+    assert [m["role"] for m in out] == ["assistant", "system"]
+    assert out[1]["content"][0]["text"] == "Refused fs/read_text_file: no"
+    assert out[1]["acp"]["event"] == "refused"
