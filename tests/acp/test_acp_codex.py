@@ -1,0 +1,252 @@
+"""A real third-party harness end to end: Zed's codex-acp (installed from npm by the test setup,
+tests/acp/codex_acp.py) on a scripted OpenAI Responses server (tests/fake_responses.py), spawned
+through sessions_spawn on a real server and worker. Codex says something, reads a file in its
+confined cwd, asks permission for a patch that writes one (answered by permissionMode), streams
+its final answer, and the parent hears it. Skipped, with the reason, only when npm cannot reach
+the registry (a failure under OPENCLAW_REQUIRE_CODEX_ACP=1)."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from sessions_app.models import ApiKey, Completion, Message, Run, Session
+from tests.acp.codex_acp import harness, install
+from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV, register
+from tests.acp.test_acp_live import history, text
+from tests.conftest import make_agent, make_session, set_config
+from tests.fake_responses import FakeResponses
+from tests.live.test_across_processes import SSE
+from tests.servers import start_server, start_worker, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TASK = "Read notes.txt, then write the answer it gives to answer.txt."
+NOTES = "The answer is 42.\n"
+FIRST = "Let me read the notes first."
+REPLY = "I read notes.txt: the answer is 42, and I wrote it to answer.txt."
+PATCH = "*** Begin Patch\n*** Add File: answer.txt\n+42\n*** End Patch\n"
+
+
+@pytest.fixture(scope="module")
+def codex():
+    """The binary, and the deployment's lists that let it run with CODEX_HOME passed on."""
+    binary = install()
+    commands = [*ACP_COMMANDS, (str(binary),)]
+    names = [*ACP_ENV, "CODEX_HOME"]
+    return {
+        "binary": binary,
+        "commands": commands,
+        "names": names,
+        "env": {
+            "OPENCLAW_ACP_COMMANDS": ";".join(shlex.join(c) for c in commands),
+            "OPENCLAW_ACP_ENV": ",".join(names),
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup, django_db_blocker, codex):
+    with django_db_blocker.unblock():
+        server = start_server(env=codex["env"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake():
+    server = FakeResponses(model="gpt-5.4").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def world(server, codex, fake, settings, tmp_path):
+    settings.OPENCLAW_ACP_COMMANDS = codex["commands"]
+    settings.OPENCLAW_ACP_ENV = codex["names"]
+    set_config(max_children_per_agent=10)
+    make_agent(
+        "main",
+        backend={
+            "type": "scripted",
+            "rules": [{"match": ".*", "on": ["completion"], "reply": "noted"}],
+        },
+    )
+    make_session("main")
+    _, agent = ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")
+    _, operator = ApiKey.generate(scope=ApiKey.OPERATOR)
+    root = tmp_path / "workspaces"
+    project = root / "project"
+    project.mkdir(parents=True)
+    (project / "notes.txt").write_text(NOTES)
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    worker = start_worker(workers=2, env={**codex["env"], "CODEX_HOME": str(codex_home)})
+    yield {
+        "server": server,
+        "agent": agent,
+        "operator": operator,
+        "root": root,
+        "project": project,
+        "codex_home": codex_home,
+        "binary": codex["binary"],
+    }
+    worker.stop()
+
+
+def script(fake: FakeResponses) -> None:
+    """What the model says: a sentence and a read, then a patch, then the answer in six deltas."""
+    fake.function_call("exec_command", {"cmd": "cat notes.txt"}, text=FIRST)
+    fake.function_call("exec_command", {"cmd": f"apply_patch <<'EOF'\n{PATCH}EOF\n"})
+    fake.reply(REPLY, chunks=6)
+
+
+def spawn(w, **args) -> dict:
+    response = w["server"].request(
+        "POST",
+        "/tools/invoke",
+        body={
+            "tool": "sessions_spawn",
+            "args": {"task": TASK, "runtime": "acp", "agentId": "codex", "cwd": "project", **args},
+        },
+        token=w["agent"],
+    )
+    assert response.status == 200, response.body
+    details = response.json()["result"]["details"]
+    assert details["status"] == "accepted", details
+    return details
+
+
+def finished(run_id) -> bool:
+    return Run.objects.get(pk=run_id).status not in (Run.QUEUED, Run.RUNNING)
+
+
+def call_name(message: dict) -> str:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return next((b["name"] for b in blocks if b.get("type") == "toolCall"), "")
+
+
+def follow(w, key: str) -> tuple[list[dict], list[dict]]:
+    """The child's messages and deltas, as a follower sees them, until its final answer."""
+    stream = SSE(w["server"], w["agent"], f"/api/v1/sessions/{key}/history/?follow=1")
+    stream.conn.sock.settimeout(120)  # the harness starts on a loaded machine
+    messages: list[dict] = []
+    deltas: list[dict] = []
+    try:
+        while not any(m["role"] == "assistant" and text(m) == REPLY for m in messages):
+            frame = stream.frame()
+            if frame.get("event") == "history":
+                messages += frame["data"]["messages"]
+            elif frame.get("event") == "message":
+                messages.append(frame["data"]["message"])
+            elif frame.get("event") == "delta":
+                deltas.append(frame["data"])
+    finally:
+        stream.close()
+    return messages, deltas
+
+
+def test_a_codex_child_reads_and_writes_in_its_cwd_asks_and_the_parent_hears(world, fake):
+    register(codex=harness(world["binary"], fake.base_url, world["root"]), default="codex")
+    script(fake)
+    accepted = spawn(world, streamTo="parent", label="codex")
+    key, run_id = accepted["childSessionKey"], accepted["runId"]
+    seen, deltas = follow(world, key)
+    wait_until(lambda: finished(run_id), timeout=60)
+    run = Run.objects.get(pk=run_id)
+    assert run.status == Run.OK, run.error
+    assert run.reply == REPLY
+
+    project = world["project"]
+    # The file it read and the file it wrote are in its cwd, and only there.
+    assert (project / "answer.txt").read_text() == "42\n"
+    assert sorted(p.name for p in world["root"].iterdir()) == ["project"]
+    assert sorted(p.name for p in project.iterdir()) == ["answer.txt", "notes.txt"]
+    outputs = [
+        item["output"]
+        for request in fake.posts()
+        for item in request.body["input"]
+        if item.get("type") == "function_call_output"
+    ]
+    assert NOTES in outputs[0]  # what the model was given back: the file's text
+    assert fake.pending == 0 and len(fake.posts()) == 3  # and nothing else was asked
+    # Codex kept its state where CODEX_HOME (passed by the harness's env list) says.
+    assert (world["codex_home"] / "sessions").is_dir()
+
+    messages = history(world, key)
+    summary = [
+        (m["role"], call_name(m) or text(m))
+        for m in messages
+        if m["role"] != "system" or text(m).startswith("Permission")
+    ]
+    assert summary == [
+        ("user", TASK),
+        ("assistant", FIRST),
+        ("assistant", "read"),  # `cat notes.txt`: a command Codex trusts, no permission asked
+        ("toolResult", NOTES),
+        ("assistant", "edit"),  # the patch: asked, and allowed by permissionMode allow-all
+        ("system", f"Permission allowed by permissionMode allow-all: Edit {project}/answer.txt"),
+        ("toolResult", f"diff {project}/answer.txt"),  # its content: the patch's diff
+        ("assistant", REPLY),  # six deltas, one message
+    ]
+    permission = next(m for m in messages if m.get("acp", {}).get("event") == "permission")
+    assert permission["acp"]["optionId"] == "approved"
+    assert permission["acp"]["toolCall"]["kind"] == "edit"
+    # The follower saw every stored message, in order, and (with Redis carrying the worker's
+    # deltas to this server) the answer as it streamed.
+    assert [text(m) for m in seen if m["role"] == "assistant" and text(m)] == [FIRST, REPLY]
+    if deltas:
+        draft = ""
+        for delta in deltas:
+            draft = draft[: delta["offset"]] + delta["delta"]
+        assert draft == REPLY
+
+    # The parent followed it (streamTo) and hears the answer through the completion.
+    main = Session.objects.get(key="agent:main:main")
+    notes = Message.objects.filter(session=main, extra__acpProgress__childSessionKey=key)
+    assert f"[{key}] {REPLY}" in [text({"content": n.content}) for n in notes]
+    wait_until(
+        lambda: Completion.objects.filter(child_run_id=run_id, status="delivered").exists(),
+        timeout=60,
+    )
+    turn = Run.objects.get(session=main, kind="completion")
+    assert (
+        REPLY in turn.message
+        or Message.objects.filter(
+            session=main, seq=turn.input_seq, content__icontains=REPLY
+        ).exists()
+    )
+
+
+def test_a_patch_denied_by_permission_mode_writes_nothing_and_the_parent_hears_why(world, fake):
+    register(
+        codex=harness(world["binary"], fake.base_url, world["root"], mode="deny"),
+        default="codex",
+    )
+    script(fake)
+    accepted = spawn(world)
+    key, run_id = accepted["childSessionKey"], accepted["runId"]
+    wait_until(lambda: finished(run_id), timeout=120)
+    run = Run.objects.get(pk=run_id)
+    # Codex's answer to a rejected patch is to end its turn (stopReason cancelled).
+    assert run.status == Run.ERROR
+    assert run.error == 'ACP harness "codex" cancelled the turn'
+    assert not (world["project"] / "answer.txt").exists()
+    assert fake.pending == 1  # the final answer was never asked for
+    messages = history(world, key)
+    assert f"Permission denied by permissionMode deny: Edit {world['project']}/answer.txt" in [
+        text(m) for m in messages if m["role"] == "system"
+    ]
+    calls = [m["content"][0] for m in messages if m["role"] == "assistant" and not text(m)]
+    results = [m for m in messages if m["role"] == "toolResult"]
+    assert [c["id"] for c in calls] == [r["toolCallId"] for r in results]  # every call paired
+    assert results[-1]["isError"]
+    main = Session.objects.get(key="agent:main:main")
+    wait_until(
+        lambda: Message.objects.filter(
+            session=main, content__icontains="cancelled the turn"
+        ).exists(),
+        timeout=60,
+    )
