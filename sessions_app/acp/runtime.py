@@ -159,7 +159,8 @@ def _result(harness: Harness, outcome: Event, writer: TranscriptWriter) -> TurnO
         raise BackendError(error)
     stop = data.get("stopReason")
     error = {
-        "cancelled": f'ACP harness "{harness.id}" cancelled the turn',
+        "cancelled": f'ACP harness "{harness.id}" cancelled the turn'
+        + (" after a permission request was denied" if writer.mapper.denied else ""),
         "refusal": f'ACP harness "{harness.id}" refused the task (stopReason refusal)',
     }.get(str(stop), "")
     writer.close(

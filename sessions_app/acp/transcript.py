@@ -85,6 +85,7 @@ class Mapper:
     all_text: str = ""
     usage: dict[str, int] = field(default_factory=dict)
     segment: Segment | None = None  # the text or thoughts still streaming
+    denied: int = 0  # permission requests refused this turn (a harness may then end it)
 
     def messages(self, events: list[tuple[str, dict]]) -> list[dict]:
         """The messages these events finish; the open segment stays open (`segment`)."""
@@ -93,6 +94,7 @@ class Mapper:
             if kind == "update":
                 self._update(data, out)
             elif kind == "permission":
+                self.denied += 0 if data.get("allowed") else 1
                 self._close_segment(out)
                 out.append(self._permission(data))
             elif kind == "refused":  # files.py: a file request outside the rules

@@ -232,7 +232,9 @@ def test_a_patch_denied_by_permission_mode_writes_nothing_and_the_parent_hears_w
     run = Run.objects.get(pk=run_id)
     # Codex's answer to a rejected patch is to end its turn (stopReason cancelled).
     assert run.status == Run.ERROR
-    assert run.error == 'ACP harness "codex" cancelled the turn'
+    assert run.error == (
+        'ACP harness "codex" cancelled the turn after a permission request was denied'
+    )
     assert not (world["project"] / "answer.txt").exists()
     assert fake.pending == 1  # the final answer was never asked for
     messages = history(world, key)
@@ -246,7 +248,7 @@ def test_a_patch_denied_by_permission_mode_writes_nothing_and_the_parent_hears_w
     main = Session.objects.get(key="agent:main:main")
     wait_until(
         lambda: Message.objects.filter(
-            session=main, content__icontains="cancelled the turn"
+            session=main, content__icontains="after a permission request was denied"
         ).exists(),
         timeout=60,
     )
