@@ -12,11 +12,10 @@ import shlex
 import pytest
 from django.conf import settings as django_settings
 
-from sessions_app.models import ApiKey, Completion, Message, Run, Session
+from sessions_app.models import Completion, Message, Run, Session
 from tests.acp.codex_acp import harness, install
 from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV, register
 from tests.acp.test_acp_live import history, text
-from tests.conftest import make_agent, make_session, set_config
 from tests.fake_responses import FakeResponses
 from tests.live.test_across_processes import SSE
 from tests.servers import start_server, start_worker, wait_until
@@ -49,6 +48,7 @@ def codex():
 
 @pytest.fixture(scope="module")
 def server(django_db_setup, django_db_blocker, codex):
+    """Started once for the module (as test_acp_live's), with the lists that let codex run."""
     with django_db_blocker.unblock():
         server = start_server(env=codex["env"])
     yield server
@@ -63,20 +63,22 @@ def fake():
 
 
 @pytest.fixture
-def world(server, codex, fake, settings, tmp_path):
-    settings.OPENCLAW_ACP_COMMANDS = codex["commands"]
-    settings.OPENCLAW_ACP_ENV = codex["names"]
-    set_config(max_children_per_agent=10)
-    make_agent(
-        "main",
-        backend={
+def main_agent() -> dict:
+    """main answers its child's completion (tests/worlds.py two_agents)."""
+    return {
+        "backend": {
             "type": "scripted",
             "rules": [{"match": ".*", "on": ["completion"], "reply": "noted"}],
-        },
-    )
-    make_session("main")
-    _, agent = ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")
-    _, operator = ApiKey.generate(scope=ApiKey.OPERATOR)
+        }
+    }
+
+
+@pytest.fixture
+def world(server, codex, fake, settings, tmp_path, two_agents, main_token):
+    # Particular: the deployment's lists let codex-acp run (here, the server and the worker),
+    # and the worker's environment has the CODEX_HOME the harness's `env` passes on.
+    settings.OPENCLAW_ACP_COMMANDS = codex["commands"]
+    settings.OPENCLAW_ACP_ENV = codex["names"]
     root = tmp_path / "workspaces"
     project = root / "project"
     project.mkdir(parents=True)
@@ -86,8 +88,7 @@ def world(server, codex, fake, settings, tmp_path):
     worker = start_worker(workers=2, env={**codex["env"], "CODEX_HOME": str(codex_home)})
     yield {
         "server": server,
-        "agent": agent,
-        "operator": operator,
+        "agent": main_token,
         "root": root,
         "project": project,
         "codex_home": codex_home,
