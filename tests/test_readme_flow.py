@@ -1,6 +1,12 @@
 """The README's first steps, for real: seed the demo, make a key in another process, and query
-every read tool over HTTP against a running server."""
+every read tool over HTTP against a running server; then every block of the README and of each
+docs page, as pasted (tests/readme_runner.py)."""
 
+import json
+
+import pytest
+
+from tests import readme_runner
 from tests.servers import manage
 
 
@@ -109,48 +115,86 @@ def test_the_readme_orchestration_a_parent_two_children_one_answer(demo_server):
         worker.stop()
 
 
-def test_the_readme_top_to_bottom_as_written(demo_server, tmp_path):
-    """Issue 17.5: every `sh` and `python` block of README.md, in order, unedited, against a
-    live server and worker (tests/readme_runner.py says what stands in for `make run`)."""
-    import json
-    from urllib.parse import urlsplit
+# What each page's blocks must have printed, beyond every answer being a 2xx that the page shows.
+PRINTED = {
+    "README.md": [
+        '"reply":"SQLite 3.47',  # the send got its reply
+        "agent:research:subagent:",  # the spawn
+        "nightly build",  # the search
+    ],
+    "docs/tools.md": [
+        "Both researchers are back",  # the parent's one answer, polled for
+        "agent:echo:acp:",  # the ACP spawn
+        '"acp.allowedAgents"',  # the codex registration, after the restart the page asks for
+    ],
+    "docs/mcp.md": ["conversations: 1"],
+    # The WebSocket example printed the subscription's answer before it was stopped.
+    "docs/live.md": ["'type': 'res'", "'ok': True", "event: history"],
+    "docs/retention.md": ["sessions would be archived", "sessions were archived"],
+}
 
-    from tests import readme_runner
+
+def test_every_page_with_blocks_is_run():
+    """README.md and each docs page with a runnable block (a page that gains its first block is
+    run without being listed anywhere); the pages whose output is checked still have blocks."""
+    run = {str(page.relative_to(readme_runner.ROOT)) for page in readme_runner.pages_with_blocks()}
+    assert set(PRINTED) <= run
+    assert "README.md" in run
+
+
+@pytest.mark.parametrize(
+    "page", readme_runner.pages(), ids=lambda page: str(page.relative_to(readme_runner.ROOT))
+)
+def test_the_page_pastes_as_is(page):
+    """Issue 29.3: every block uses $BASE, makes each key once, polls rather than sleeps, and
+    sets what it uses."""
+    assert readme_runner.unpasteable(readme_runner.page_blocks(page)) == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "page",
+    readme_runner.pages_with_blocks(),
+    ids=lambda page: str(page.relative_to(readme_runner.ROOT)),
+)
+def test_the_page_top_to_bottom_as_written(page, tmp_path):
+    """Issues 17.5 and 29.3: every `sh` and `python` block of the page, in order, unedited, in a
+    new shell, against a fresh demo with its own server and worker on a free port (BASE set to
+    it), started with the environment the page says to restart with."""
     from tests.conftest import admin_groups
-    from tests.servers import child_env, start_worker
+    from tests.servers import child_env, start_server, start_worker
 
-    blocks = readme_runner.readme_blocks()
-    first_lines = {b.first_line for b in blocks}
-    assert set(readme_runner.NOT_RUN) <= first_lines, "a skipped block is no longer in README"
+    blocks = readme_runner.page_blocks(page)
     run = readme_runner.runnable(blocks)
-    assert len(run) >= 12
-
+    env = readme_runner.restart_env(blocks)
+    manage("seed_demo")
     admin_groups()  # what `migrate` made and a transactional test's flush removed
-    worker = start_worker()
+    server = start_server(env=env)
+    worker = start_worker(env=env)
     try:
-        port = urlsplit(demo_server.url).port
-        outputs = readme_runner.run_readme(port=port, env=child_env(), workdir=tmp_path)
+        outputs = readme_runner.run_page(
+            page, base=server.url, env=child_env(**env), workdir=tmp_path
+        )
     finally:
         worker.stop()
+        server.stop()
 
     assert set(outputs) == {b.index for b in run}
     by_index = {b.index: b for b in run}
     for index, output in outputs.items():
         bad = [code for code in readme_runner.statuses(output) if code >= 400]
-        assert not bad, f"README block {index} got HTTP {bad}:\n{output}"
-        unlike = readme_runner.unlike_the_readme(by_index[index], output)
-        assert not unlike, f"README block {index}: {unlike}:\n{output}"
+        assert not bad, f"{page.name} block {index} got HTTP {bad}:\n{output}"
+        unlike = readme_runner.unlike_the_page(by_index[index], output)
+        assert not unlike, f"{page.name} block {index}: {unlike}:\n{output}"
     text = "\n".join(outputs.values())
-    assert '"status": "ok"' in text or '"status":"ok"' in text  # the send got its reply
-    assert "agent:research:subagent:" in text  # the spawn, and the demo's own sub-agent
-    assert "conversations: 1" in text  # the MCP example
-    # The WebSocket example printed the subscription's answer before it was stopped.
-    assert "'type': 'res'" in text and "'ok': True" in text
-    sent = [b for b in run if "ask-research-1" in b.text]
-    assert sent, "the idempotencyKey example is gone from the README"
-    details = [
-        json.loads(line)["result"]["details"]
-        for line in outputs[sent[0].index].splitlines()
-        if line.startswith("{")
-    ]
-    assert details and details[0]["status"] == "accepted"
+    for expected in PRINTED.get(str(page.relative_to(readme_runner.ROOT)), []):
+        assert expected in text, f"{page.name} printed no {expected!r}:\n{text[-3000:]}"
+    if page.name == "tools.md":
+        sent = [b for b in run if "ask-research-1" in b.text]
+        assert sent, "the idempotencyKey example is gone from docs/tools.md"
+        details = [
+            json.loads(line)["result"]["details"]
+            for line in outputs[sent[0].index].splitlines()
+            if line.startswith("{")
+        ]
+        assert details and details[0]["status"] == "accepted"
