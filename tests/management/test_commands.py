@@ -88,3 +88,16 @@ def test_serve_on_a_database_not_migrated_says_what_to_run(tmp_path):
     assert done.returncode == 1, done.stderr[-2000:]
     assert "unapplied migration(s): run `.venv/bin/python manage.py migrate` first" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_serve_with_daphne_missing_says_how_to_install_it(monkeypatch):
+    """daphne is an extra since issue 29.1 (not what `make run` installs): asking for it without
+    it is one line saying how to get it."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "daphne" else real(name, *a)
+    )
+    with pytest.raises(CommandError, match=r"daphne is not installed: .*'\.\[daphne\]'"):
+        call_command("serve", "--server", "daphne", "--no-worker", "--port", "1")

@@ -5,6 +5,7 @@ which is what lets the live endpoints notice a slow reader (docs/live.md); daphn
 without limit. Both serve HTTP, SSE and /ws/ from the same application.
 """
 
+import importlib.util
 import os
 import signal
 import socket
@@ -48,6 +49,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port, host, no_worker, server, web_workers, demo_login, **options):
+        if server == "daphne" and importlib.util.find_spec("daphne") is None:
+            # Not a run-time dependency (pyproject.toml): a clear word instead of a traceback.
+            raise CommandError(
+                "daphne is not installed: .venv/bin/python -m pip install -e '.[daphne]' "
+                "(or serve with uvicorn, the default)"
+            )
         refuse_unmigrated()
         ensure_schedule()
         retention.ensure_schedules()
