@@ -101,3 +101,14 @@ def test_serve_with_daphne_missing_says_how_to_install_it(monkeypatch):
     )
     with pytest.raises(CommandError, match=r"daphne is not installed: .*'\.\[daphne\]'"):
         call_command("serve", "--server", "daphne", "--no-worker", "--port", "1")
+
+
+def test_seed_demo_migrate_makes_a_new_database_and_loads_the_demo(tmp_path):
+    """`make run`'s one step before serving (issue 29.1): an empty database migrated and the
+    demo loaded in one process, and `serve` then finds nothing unapplied."""
+    done = manage("seed_demo", "--migrate", env={}, var_dir=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Applying sessions_app.0001" in done.stdout
+    assert "seed_demo: 3 agents" in done.stdout
+    again = manage("seed_demo", "--migrate", env={}, var_dir=tmp_path)
+    assert again.returncode == 0 and "No migrations to apply." in again.stdout

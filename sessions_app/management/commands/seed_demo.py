@@ -3,6 +3,7 @@
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -340,7 +341,17 @@ ARCHIVED = {"agent:main:signal:group:old-project"}
 class Command(BaseCommand):
     help = "Load demo agents and sessions (idempotent: existing transcripts are left alone)."
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--migrate",
+            action="store_true",
+            help="Apply the migrations first, in this process (what `make run` does: one "
+            "Python start fewer than `migrate` then `seed_demo`)",
+        )
+
+    def handle(self, *args, migrate: bool = False, **options):
+        if migrate:
+            call_command("migrate", interactive=False, stdout=self.stdout, stderr=self.stderr)
         if not GatewayConfig.objects.exists():
             # A fresh install shows the whole demo to any agent key: visibility "all" with
             # agent-to-agent between main and research (ops stays out, to show a refusal).
