@@ -8,7 +8,7 @@
   made on first start and kept in VAR_DIR/secret_key (mode 0600).
 - DEBUG, ALLOWED_HOSTS; OPENCLAW_HTTPS and its companions (Secure cookies, HSTS, SSL redirect).
 - OPENCLAW_MODEL_KEY_ENVS, OPENCLAW_OUTBOUND_ALLOW: what a model backend or webhook may use and
-  reach (sessions_app/lib/outbound.py; README "Production mode").
+  reach (sessions_app/lib/outbound.py; docs/production.md).
 """
 
 import ipaddress
@@ -390,7 +390,7 @@ LOGGING = {
 
 # --- Access limits (issue 16): API rate and concurrency per key, login throttling, JSON depth,
 # password rules. sessions_app/api/ratelimit.py, sessions_app/access/login_throttle.py,
-# sessions_app/lib/jsondepth.py; README "Production mode". 0 turns a limit off.
+# sessions_app/lib/jsondepth.py; docs/production.md. 0 turns a limit off.
 OPENCLAW_API_RATE_LIMIT = int(os.environ.get("OPENCLAW_API_RATE_LIMIT", "20000"))
 OPENCLAW_API_RATE_WINDOW_SECONDS = int(os.environ.get("OPENCLAW_API_RATE_WINDOW_SECONDS", "60"))
 OPENCLAW_API_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_API_CONCURRENCY_LIMIT", "64"))

@@ -232,7 +232,7 @@ class SessionHistoryView(APIView):
             "sessionKey": display_key,
             # One list, under the name the sessions_history tool and chat.history use (the
             # reference's gateway endpoint also repeats it as `items`; ours does not).
-            # Internal rows (a completion prompt, a REPLY_SKIP…) say so (README, "Internal rows").
+            # Internal rows (a completion prompt, a REPLY_SKIP…) say so (docs/rest.md, "Internal rows").
             "messages": [internal_rows.mark(m) for m in page["messages"]],
             "hasMore": page["hasMore"],
             **page["flags"],

@@ -36,7 +36,7 @@ class Internal:
     summary: str
 
     def as_json(self) -> dict[str, str]:
-        """The REST history's `internal` field (README, "Internal rows")."""
+        """The REST history's `internal` field (docs/rest.md, "Internal rows")."""
         return {"kind": self.kind, "summary": self.summary}
 
 

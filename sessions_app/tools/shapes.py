@@ -65,7 +65,7 @@ MESSAGE = obj(
             ("kind", "summary"),
             "The HTTP history only: present on a row a person reads as machinery (a completion "
             "prompt, an announce step, a REPLY_SKIP/ANNOUNCE_SKIP/NO_REPLY reply, a watch "
-            'wake-up, a harness note), with a one-line summary (README, "Internal rows").',
+            'wake-up, a harness note), with a one-line summary (docs/rest.md, "Internal rows").',
         ),
     },
     ("role", "timestamp", "__openclaw"),
