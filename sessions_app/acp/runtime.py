@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from openclaw_common import keys
+
 from ..models import GatewayConfig, Run
 from ..runs.backends import BackendError, TurnAborted, TurnOutput
 from ..runs.backends.base import CheckAbort
@@ -33,6 +35,12 @@ POLL_SECONDS = 0.2
 TASK_LIMIT_MARGIN_SECONDS = 15
 # After a cancel: the grace the harness gets, the process's end, and a margin.
 STOP_WAIT_SECONDS = CANCEL_GRACE_SECONDS + 3 * EXIT_GRACE_SECONDS + 2
+
+
+def is_acp_session(key: str) -> bool:
+    """`agent:<harness>:acp:<uuid>` (reference §1.1: rest starting with `acp:`)."""
+    parsed = keys.parse_agent_key(key)
+    return parsed is not None and parsed[1].startswith("acp:")
 
 
 @dataclass
