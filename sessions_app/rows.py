@@ -60,6 +60,11 @@ class SessionRow(NamedTuple):
     pinned_at: datetime | None
     category: str
     owner: dict[str, Any] | None  # extra.owner, read by a JSON key lookup
+    # The status note a `sessions` patch set, with when and for how long (extra.statusSetAt,
+    # extra.statusTtlMinutes): the browser's list shows it while it lasts.
+    status_note: str
+    status_set_at: Any
+    status_ttl_minutes: Any
     children: Sequence[str] = ()
     # The state log's head (9.6 §2.2), read in the page's statement; 0 before any event.
     state_version: int = 0
@@ -79,12 +84,18 @@ class SessionRow(NamedTuple):
 
 # What values_list() reads for each field of SessionRow but `children` and `state_version`, in
 # its order.
-ROW_FIELDS: tuple[str, ...] = tuple(
-    {"owner": "extra__owner"}.get(name, name) for name in SessionRow._fields[:-2]
-)
+_EXTRA_KEYS = {
+    "owner": "extra__owner",
+    "status_set_at": "extra__statusSetAt",
+    "status_ttl_minutes": "extra__statusTtlMinutes",
+}
+ROW_FIELDS: tuple[str, ...] = tuple(_EXTRA_KEYS.get(name, name) for name in SessionRow._fields[:-2])
 _KEY = ROW_FIELDS.index("key")
 # The jsonb columns a plain PostgreSQL cursor returns as text.
-_JSON_AT = (ROW_FIELDS.index("delivery_context"), ROW_FIELDS.index("extra__owner"))
+_JSON_AT = (
+    ROW_FIELDS.index("delivery_context"),
+    *(ROW_FIELDS.index(lookup) for lookup in _EXTRA_KEYS.values()),
+)
 
 
 def page_rows(queryset: QuerySet[Session]) -> list[SessionRow]:

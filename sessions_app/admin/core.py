@@ -24,10 +24,12 @@ from django.utils.html import format_html, format_html_join
 from openclaw_common.errors import InvalidArgument
 
 from .. import store, transcript
+from ..lib import when
 from ..manage import config
 from ..manage.agents import upsert_agent
 from ..models import Agent, ApiKey, GatewayConfig, Message, Run, Session
 from ..reads import internal_rows, jsonl_export
+from ..reads.session_names import name_of_session
 from ..runs import control, engine
 from ..runs import model_catalog as catalog
 from ..runs.backends import TurnInput, get_backend
@@ -153,8 +155,9 @@ def _set_policy_action(policy: str):
 class SessionAdmin(ReadOnlyModelAdmin):
     list_display = [
         "key",
-        "kind",
-        "row_channel",
+        "title",
+        "kind_shown",
+        "channel_shown",
         "agent",
         "updated",
         "is_archived",
@@ -203,13 +206,33 @@ class SessionAdmin(ReadOnlyModelAdmin):
             for name in super().get_readonly_fields(request, obj)
         ]
 
+    # Named as the browser names them (reads/session_names.py): a sub-agent or an ACP harness's
+    # session by its task label, not kind `other` and channel `unknown`.
+    @admin.display(description="name")
+    def title(self, session):
+        return name_of_session(session).title
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_shown(self, session):
+        return name_of_session(session).kind_text
+
+    @admin.display(description="channel", ordering="row_channel")
+    def channel_shown(self, session):
+        return name_of_session(session).channel or "—"
+
     @admin.display(description="total tokens")
     def tokens_total(self, session):
         return session.tokens_total
 
     @admin.display(description="updated", ordering="updated_at")
     def updated(self, session):
-        return ms_to_datetime(session.updated_at)
+        return when.time_tag(session.updated_at)
+
+    def get_fieldsets(self, request, obj=None):
+        # The page leads with who the session is and its transcript (the template); the ~45
+        # stored fields follow, folded.
+        fields = self.get_readonly_fields(request, obj)
+        return [("All fields", {"classes": ["collapse"], "fields": fields})]
 
     @admin.display(description="archived", boolean=True, ordering="archived_at")
     def is_archived(self, session):
@@ -286,7 +309,17 @@ class SessionAdmin(ReadOnlyModelAdmin):
             except cold_storage.TranscriptUnavailable as exc:
                 self.message_user(request, exc.message, messages.ERROR)
                 page = None
+            parent = (
+                Session.objects.filter(key=session.spawned_by).only("pk").first()
+                if session.spawned_by
+                else None
+            )
             extra = {
+                "name": name_of_session(session),
+                "parent_url": (
+                    reverse("admin:sessions_app_session_change", args=[parent.pk]) if parent else ""
+                ),
+                "browser_url": reverse("ui:transcript", kwargs={"key": session.key}),
                 "transcript_page": page,
                 "subagent_tree": self.subagent_tree(session),
                 "can_act": self.has_change_permission(request, session),
@@ -314,7 +347,16 @@ class SessionAdmin(ReadOnlyModelAdmin):
                 "created_at"
             ):
                 grandchildren.setdefault(child.spawned_by, []).append(child)
-        return [{"session": c, "children": grandchildren.get(c.key, [])} for c in children]
+        return [
+            {
+                "session": c,
+                "name": name_of_session(c),
+                "children": [
+                    {"session": g, "name": name_of_session(g)} for g in grandchildren.get(c.key, [])
+                ],
+            }
+            for c in children
+        ]
 
 
 def transcript_entry(message: Message) -> dict:
@@ -366,7 +408,7 @@ def transcript_entry(message: Message) -> dict:
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "session", "kind", "status", "created_at", "runtime", "error_short"]
+    list_display = ["id", "session", "kind", "status", "created", "runtime", "error_short"]
     list_filter = ["status", "kind"]
     search_fields = ["id", "session__key", "chain_id"]
     list_select_related = ["session"]
@@ -438,6 +480,10 @@ class RunAdmin(ReadOnlyModelAdmin):
         (name, options), *rest = self.fieldsets
         fields = [f for f in options["fields"] if f != "abort_button"]
         return [(name, {**options, "fields": fields}), *rest]
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, run):
+        return when.time_tag(run.created_at)
 
     @admin.display(description="runtime")
     def runtime(self, run):

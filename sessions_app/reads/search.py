@@ -349,5 +349,22 @@ def snippet(content: Any, tokens: list[str], *, max_chars: int) -> str:
     return _cap(excerpt, max_chars)
 
 
+def highlight(text: str, tokens: list[str]) -> list[tuple[str, bool]]:
+    """`text` cut into (part, matched) pieces, the words the search matched marked: each word
+    whose folded form is one of the tokens' words, as snippet() finds the first."""
+    wanted = {fold(w) for t in tokens for w in _WORD.findall(t)}
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for word in _WORD.finditer(text):
+        if fold(word.group()) in wanted:
+            if word.start() > at:
+                parts.append((text[at : word.start()], False))
+            parts.append((word.group(), True))
+            at = word.end()
+    if at < len(text):
+        parts.append((text[at:], False))
+    return parts
+
+
 def _cap(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars] + "…"

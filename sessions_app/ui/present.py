@@ -10,15 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 from django.urls import reverse
 
-from openclaw_common import keys
-
-from ..lib import sanitize
-from ..reads import internal_rows
+from ..lib import sanitize, when
+from ..manage.patch_fields import status_note_active
+from ..models import now_ms
+from ..reads import internal_rows, search
+from ..reads.session_names import SessionName, name_of, name_of_row
 from ..transcript import TOOL_RESULT, seq_of
 
 PREVIEW_CHARS = 160
@@ -42,9 +42,11 @@ def session_url(key: str) -> str:
     return reverse("ui:transcript", kwargs={"key": key})
 
 
-def hits(found: dict) -> dict:
+def hits(found: dict, *, text: str) -> dict:
     """sessions_search's result (reads/message_search.find_messages) as the list shows it:
-    each hit links to its message on its transcript page (`?at=<seq>#seq-<seq>`)."""
+    each hit links to its message on its transcript page (`?at=<seq>#seq-<seq>`), the words
+    the search matched marked in its snippet (`text`: the search box's text)."""
+    tokens = search.tokens_of(text)
     shown = []
     for hit in found["results"]:
         seq = hit["seq"]
@@ -53,8 +55,7 @@ def hits(found: dict) -> dict:
                 **hit,
                 "url": f"{session_url(hit['sessionKey'])}?at={seq}#seq-{seq}",
                 "role_label": ROLE_LABELS.get(hit["role"], hit["role"]),
-                "time_iso": ms_to_iso(hit["timestamp"]),
-                "time_text": ms_to_text(hit["timestamp"]),
+                "snippet_parts": search.highlight(hit["snippet"], tokens),
             }
         )
     return {
@@ -62,33 +63,6 @@ def hits(found: dict) -> dict:
         "truncated": bool(found.get("truncated")),
         "warning": found.get("warning", ""),
     }
-
-
-def ms_to_iso(ms: int | None) -> str:
-    if not isinstance(ms, int | float) or isinstance(ms, bool):
-        return ""
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="seconds")
-    except (OverflowError, OSError, ValueError):
-        return ""
-
-
-def ms_to_text(ms: int | None) -> str:
-    iso = ms_to_iso(ms)
-    return iso.replace("T", " ").replace("+00:00", " UTC") if iso else ""
-
-
-def relative(ms: int | None, now: int) -> str:
-    """ "3 min ago" (the browser keeps it fresh; this is the text without JavaScript)."""
-    if not isinstance(ms, int) or isinstance(ms, bool):
-        return ""
-    seconds = max(0, (now - ms) // 1000)
-    if seconds < 45:
-        return "just now"
-    for size, unit in ((86400 * 365, "y"), (86400, "d"), (3600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{seconds // size} {unit} ago"
-    return "just now"
 
 
 def compact_number(value: int | None) -> str:
@@ -144,22 +118,33 @@ def preview(message: dict | None) -> str:
 
 
 def subagent(data: dict) -> dict | None:
-    """What marks a sessions_list row as a sub-agent's, or None. OpenClaw's row says kind
-    `other` and channel `unknown` for them (reference §1.4), which the tools keep; the browser
-    shows the spawner, the task label and the run state instead."""
-    key = data.get("key") or ""
-    parent = data.get("spawnedBy") or ""
-    if not (keys.is_subagent_key(key) or parent or (data.get("spawnDepth") or 0) > 0):
+    """What marks a sessions_list row as a spawned session's (a sub-agent's or an ACP
+    harness's), or None. OpenClaw's row says kind `other` and channel `unknown` for them
+    (reference §1.4), which the tools keep; the browser, as the admin, names them as
+    reads/session_names.py does, with the spawner and the run state."""
+    return spawned(name_of_row(data), state=data.get("status") or "")
+
+
+def title(data: dict) -> str:
+    """A sessions_list row's title: the task label of a spawned session, else its name."""
+    return name_of_row(data).title
+
+
+def spawned(name: SessionName, *, state: str) -> dict | None:
+    if not name.spawned:
         return None
     return {
-        "parent": parent,
-        "parent_url": session_url(parent) if parent else "",
-        "label": data.get("label") or "",
-        "state": data.get("status") or "no run",
+        "parent": name.parent,
+        "parent_url": session_url(name.parent) if name.parent else "",
+        "label": name.task,
+        "kind": name.kind,
+        "css": name.css,
+        "harness": name.harness,
+        "state": state or "no run",
     }
 
 
-def row(data: dict, *, now: int) -> dict:
+def row(data: dict, *, query: str = "") -> dict:
     """A session_row() dict plus what the list template needs (underscore-free names)."""
     light = data["_light"]
     preview_message = data.get("_preview")
@@ -167,10 +152,9 @@ def row(data: dict, *, now: int) -> dict:
         "row": {k: v for k, v in data.items() if not k.startswith("_")},
         "id": light.pk,
         "url": session_url(light.key),
-        "title": data.get("displayName") or data["key"],
-        "updated_iso": ms_to_iso(data["updatedAt"]),
-        "updated_text": ms_to_text(data["updatedAt"]),
-        "updated_relative": relative(data["updatedAt"], now),
+        "title": title(data),
+        "title_parts": marked(title(data), query),
+        "key_parts": marked(data["key"], query),
         "preview": preview(preview_message),
         "preview_role": (preview_message or {}).get("role", ""),
         "tokens": compact_number(data.get("totalTokens")),
@@ -180,7 +164,37 @@ def row(data: dict, *, now: int) -> dict:
         "children": len(data.get("childSessions") or []),
         "more_children": bool(data.get("childSessionsTruncated")),
         "subagent": subagent(data),
+        "pinned": bool(data.get("pinned")),
+        "group": data.get("group") or "",
+        "status_note": status_note(light),
     }
+
+
+def marked(text: str, query: str) -> list[tuple[str, bool]]:
+    """`text` in (part, matched) pieces, each place a word of the list's search `query` occurs
+    marked (case-insensitive, as ui/search.py matches key, label and name)."""
+    words = sorted({w for w in query.split() if w}, key=len, reverse=True)
+    if not words or not text:
+        return [(text, False)] if text else []
+    pattern = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
+    parts: list[tuple[str, bool]] = []
+    at = 0
+    for found in pattern.finditer(text):
+        if found.start() > at:
+            parts.append((text[at : found.start()], False))
+        parts.append((found.group(), True))
+        at = found.end()
+    if at < len(text):
+        parts.append((text[at:], False))
+    return parts
+
+
+def status_note(light) -> str:
+    """The status note a `sessions` patch set, while it lasts (its ttlMinutes, as 9.6 keeps
+    it); "" when there is none."""
+    timing = {"statusSetAt": light.status_set_at, "statusTtlMinutes": light.status_ttl_minutes}
+    extra = {name: value for name, value in timing.items() if value is not None}
+    return light.status_note if status_note_active(light.status_note, extra, now_ms()) else ""
 
 
 # The sessions_list row fields the panel lists, in this order (absent ones shown as such).
@@ -229,8 +243,8 @@ def metadata(data: dict) -> list[dict]:
         else:
             shown = value
         item = {"name": name, "value": shown, "absent": name not in data, "json": is_json}
-        if name == "updatedAt" and value is not None:
-            item["hint"] = ms_to_text(value)
+        if name == "updatedAt":
+            item["when"] = when.to_ms(value)
         items.append(item)
     return items
 
@@ -351,8 +365,7 @@ def message(data: dict, *, image_base: str) -> dict:
         "role": role,
         "role_label": ROLE_LABELS.get(role, role or "message"),
         "role_class": re.sub(r"[^a-z0-9-]", "", role.lower()) or "other",
-        "time_iso": ms_to_iso(data.get("timestamp")),
-        "time_text": ms_to_text(data.get("timestamp")),
+        "time_ms": when.to_ms(data.get("timestamp")),
         "sender": str(data.get("senderName") or ""),
         "model": str(data.get("model") or ""),
         "source": source,
@@ -420,15 +433,24 @@ def pair_tool_calls(messages: list[dict]) -> list[dict]:
 
 
 def _tree_node(row: dict) -> dict:
+    name = name_of(
+        key=row["key"],
+        kind=row.get("kind") or "",
+        label=row.get("label") or "",
+        display_name=row.get("display_name") or "",
+        spawned_by=row.get("spawned_by") or "",
+    )
     return {
         "key": row["key"],
         "url": session_url(row["key"]),
-        "title": row.get("display_name") or row.get("label") or row["key"],
+        "title": name.title,
         "status": row.get("run_status") or "",
         "archived": row.get("archived_at") is not None,
-        "kind": row.get("kind") or "",
-        "label": row.get("label") or "",
-        "subagent": keys.is_subagent_key(row["key"]) or bool(row.get("spawned_by")),
+        "kind": name.kind,
+        "css": name.css,
+        "harness": name.harness,
+        "label": name.task,
+        "subagent": name.spawned,
         "children": [_tree_node(c) for c in row.get("children", [])],
     }
 
@@ -440,12 +462,6 @@ def tree(found) -> dict:
         "children": [_tree_node(c) for c in found.children],
         "more": found.more_children,
     }
-
-
-def _when(value) -> tuple[str, str]:
-    if value is None:
-        return "", ""
-    return value.isoformat(timespec="seconds"), value.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def duration(ms: int | None) -> str:
@@ -460,14 +476,12 @@ def duration(ms: int | None) -> str:
 
 def run(item) -> dict:
     """A Run for the runs table."""
-    created_iso, created_text = _when(item.created_at)
     return {
         "id": str(item.id),
         "short_id": str(item.id)[:8],
         "kind": item.kind,
         "status": item.status,
-        "created_iso": created_iso,
-        "created_text": created_text,
+        "created_at": item.created_at,
         "duration": duration(item.runtime_ms),
         "requester": item.requester_key,
         "requester_url": session_url(item.requester_key) if item.requester_key else "",

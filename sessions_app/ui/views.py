@@ -26,7 +26,7 @@ from openclaw_common.errors import InvalidArgument, NotFound
 
 from .. import store
 from ..lib import charts
-from ..models import Agent, GatewayConfig, Session, now_ms
+from ..models import Agent, GatewayConfig, Session
 from ..reads.jsonl_export import jsonl_response
 from ..runs import control
 from ..storage import cold_storage
@@ -46,9 +46,8 @@ def _settings() -> keys.KeySettings:
 # --- the session list -----------------------------------------------------------------------
 
 
-def _rows(page: queries.ListPage) -> list[dict]:
-    now = now_ms()
-    return [present.row(r, now=now) for r in page.rows]
+def _rows(page: queries.ListPage, query: str = "") -> list[dict]:
+    return [present.row(r, query=query) for r in page.rows]
 
 
 def _list_context(form: ListFilterForm, settings: keys.KeySettings) -> dict:
@@ -61,12 +60,14 @@ def _list_context(form: ListFilterForm, settings: keys.KeySettings) -> dict:
     first_page = data.get("after") is None
     # The search box's message hits, above the first page of sessions.
     hits = queries.message_hits(data, settings=settings) if first_page else None
+    text = (data.get("q") or "").strip()
     return {
-        "rows": _rows(page),
+        "rows": _rows(page, text),
+        "search_text": text,
         "filter_query": urlencode(params),
         "next_url": next_url,
         "is_first_page": first_page,
-        "hits": present.hits(hits) if hits is not None else None,
+        "hits": present.hits(hits, text=text) if hits is not None else None,
     }
 
 
@@ -113,7 +114,8 @@ def rows_fragment(request):
         cursor=form.cleaned_data.get("after"),
         only_keys=only_keys,
     )
-    return render(request, "ui/_rows.html", {"rows": _rows(page)})
+    text = (form.cleaned_data.get("q") or "").strip()
+    return render(request, "ui/_rows.html", {"rows": _rows(page, text)})
 
 
 def _form_errors(form) -> str:
@@ -205,7 +207,7 @@ def transcript_page(request, session: Session, settings: keys.KeySettings):
         {
             "page": page,
             "msgs": _messages(page, urls),
-            "title": context["row"].get("displayName") or context["row"]["key"],
+            "title": present.title(context["row"]),
             "at": at,
         }
     )

@@ -38,7 +38,8 @@ def hits_on(response) -> list[dict]:
             "seq": int(seq),
             "messageId": message_id,
             "url": html_lib.unescape(url),
-            "snippet": html_lib.unescape(snippet),
+            # The matched words are marked (issue 29.5); the text is the tool's snippet.
+            "snippet": html_lib.unescape(re.sub(r"</?mark>", "", snippet)),
         }
         for role, key, seq, message_id, url, snippet in HIT.findall(response.content.decode())
     ]

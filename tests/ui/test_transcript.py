@@ -36,7 +36,12 @@ def test_messages_by_role_with_timestamps(viewer, world):
     first = article(html, 1)
     assert "role-user" in html[html.index('id="seq-1"') - 40 : html.index('id="seq-1"')]
     assert '<span class="role">User</span>' in first
-    assert re.search(r'<time datetime="\d{4}-\d\d-\d\dT[^"]+" title="[^"]+ UTC" class="ts">', first)
+    # One time rule (issue 29.5): how long ago, the absolute UTC time on hover.
+    assert re.search(
+        r'<time class="rel" datetime="\d{4}-\d\d-\d\dT[^"]+" data-ms="\d+" title="[^"]+ UTC">'
+        r"(just now|\d+ \w+ ago)</time>",
+        first,
+    )
     assert "What&#x27;s on my calendar?" in first
 
 

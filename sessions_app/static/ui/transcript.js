@@ -43,7 +43,7 @@
     newerBox.hidden = !state.hasNewer;
   }
   function decorate(scope) {
-    OCS.localize(scope);
+    OCS.refreshTimes(scope);
     if (thinking.checked) scope.querySelectorAll("details.thinking").forEach(function (d) { d.open = true; });
   }
   function atBottom() {
@@ -212,7 +212,7 @@
       OCS.fetchHTML(panelUrl).then(function (fragment) {
         panel.replaceChildren(fragment);
         closed.forEach(function (id) { var d = document.getElementById(id); if (d) d.open = false; });
-        OCS.localize(panel);
+        OCS.refreshTimes(panel);
       }).catch(function () { /* the next change tries again */ });
     }, 1000);
   }

@@ -1,4 +1,5 @@
-// Shared by every page: theme toggle, relative and local times, keyboard moves, fragment fetches.
+// Shared by every page: theme toggle, relative times (the absolute UTC time is their title:
+// sessions_app/lib/when.py), keyboard moves, fragment fetches.
 (function () {
   "use strict";
   var root = document.documentElement;
@@ -39,15 +40,7 @@
       if (ms) el.textContent = relative(ms);
     });
   }
-  function localize(scope) {
-    (scope || document).querySelectorAll("time.ts[datetime]").forEach(function (el) {
-      if (el.dataset.local) return;
-      var when = new Date(el.getAttribute("datetime"));
-      if (!isNaN(when)) { el.textContent = when.toLocaleString(); el.dataset.local = "1"; }
-    });
-  }
   refreshTimes(document);
-  localize(document);
   setInterval(function () { refreshTimes(document); }, 30000);
 
   // A server-rendered fragment as a detached element. A redirect to the login page means the
@@ -97,5 +90,5 @@
     }
   });
 
-  window.OCS = { fetchHTML: fetchHTML, refreshTimes: refreshTimes, localize: localize, setMode: setMode };
+  window.OCS = { fetchHTML: fetchHTML, refreshTimes: refreshTimes, setMode: setMode };
 })();
