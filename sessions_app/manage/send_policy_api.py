@@ -15,7 +15,7 @@ plus, in /api/v1/policies/, each rule's `id`, `position` and `note`, and `enable
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from openclaw_common.errors import InvalidArgument, NotFound
@@ -253,31 +253,51 @@ def delete_rule(*, api_key: ApiKey, rule_id: int) -> None:
 
 
 def dry_run(*, api_key: ApiKey, body: Any) -> dict:
-    """Which active sessions a rule set would block, without saving it (the admin preview's
-    count, listed). What the body leaves out is taken from the saved policy."""
+    """Which active sessions a rule set would block, without saving it (trial(), which the
+    admin's preview of its unsaved form calls too). What the body leaves out is taken from the
+    saved policy."""
     require_scope(api_key, ApiKey.OPERATOR)
     body = _object(body, "body", DRY_RUN_FIELDS)
     limit = body.get("limit", DRY_RUN_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= DRY_RUN_MAX_LIMIT:
         raise InvalidArgument(f"limit must be an integer from 1 to {DRY_RUN_MAX_LIMIT}")
-    saved = SendPolicy.load()
-    trial = SendPolicy(
-        enabled=read_enabled(body["enabled"]) if "enabled" in body else saved.enabled,
-        default_action=read_default(body["default"]) if "default" in body else saved.default_action,
+    return trial(
+        enabled=read_enabled(body["enabled"]) if "enabled" in body else None,
+        default_action=read_default(body["default"]) if "default" in body else None,
+        rules=read_rules(body["rules"]) if "rules" in body else None,
+        limit=limit,
     )
-    rules = saved.rules_for_evaluate()
-    if "rules" in body:
+
+
+def trial(
+    *,
+    enabled: bool | None,
+    default_action: str | None,
+    rules: Sequence[Mapping[str, Any]] | None,
+    limit: int = DRY_RUN_LIMIT,
+) -> dict:
+    """The dry run: which active sessions the policy would block with this switch, default and
+    rule list (each rule as save_send_policy takes it, checked as it checks them), none of
+    them saved; None takes the saved one. The first `limit` blocked sessions are listed by key,
+    each with the rule that blocks it (`ruleNumber`: its place in evaluation order, as the
+    editor numbers rules once saved)."""
+    saved = SendPolicy.load()
+    trial_policy = SendPolicy(
+        enabled=saved.enabled if enabled is None else enabled,
+        default_action=saved.default_action if default_action is None else default_action,
+    )
+    evaluated = saved.rules_for_evaluate()
+    if rules is not None:
         known = editing.known_channels(configured_channels())
-        cleaned = editing.clean_rules(read_rules(body["rules"]), known=known)
-        cleaned.sort(key=lambda r: r["position"])
-        rules = [
+        cleaned = editing.numbered(editing.clean_rules(rules, known=known))
+        evaluated = [
             policy.Rule(**{k: v for k, v in r.items() if k not in ("id", "position")})
             for r in cleaned
         ]
-    count, blocked = send_policy_preview.blocked_sessions(trial, rules, limit=limit)
+    count, blocked = send_policy_preview.blocked_sessions(trial_policy, evaluated, limit=limit)
     return {
-        "enabled": trial.enabled,
-        "default": trial.default_action,
+        "enabled": trial_policy.enabled,
+        "default": trial_policy.default_action,
         "blockedCount": count,
         "activeCount": send_policy_preview.count_active(),
         "blocked": blocked,

@@ -15,6 +15,7 @@ import pytest
 from django.db import connections
 from playwright.sync_api import expect
 
+from policies_app.models import SendPolicy
 from sessions_app.models import Session, now_ms
 from tests.browser.conftest import VIEWPORT, login, screenshot, staff_user
 from tests.conftest import add_messages, assistant, make_agent, make_session, user
@@ -240,3 +241,63 @@ def test_the_pin_group_and_status_note_a_sessions_call_set_show_in_the_list(
     other = page.locator(f'li.srow[data-key="{ACP_CHILD}"]')
     expect(other.locator(".badge.pin, .badge.group, .srow-note")).to_have_count(0)
     screenshot(page, "agree-list-pin-group-note")
+
+
+def test_search_answers_agree_and_mark_the_matched_words(spawned, page, live_url):
+    add_messages(spawned["child"], user("Is the quarterly report in the inbox?"))
+    login(page, live_url, "olivia", PASSWORD)
+
+    # A word only a message holds: the hit is listed, and the empty session list says why it
+    # is empty instead of "No sessions match".
+    page.goto(live_url + "/")
+    page.fill("#q", "quarterly")
+    page.press("#q", "Enter")
+    hit = page.locator("#message-hits li.hit")
+    expect(hit).to_have_count(1)
+    expect(hit.locator(".hit-snippet mark")).to_have_text("quarterly")
+    expect(page.locator("#no-rows")).to_have_text(
+        "No session's key, label or name contains “quarterly”; the messages above do contain it."
+    )
+    expect(page.get_by_text("No sessions match these filters.")).to_have_count(0)
+    screenshot(page, "agree-search-message-only")
+
+    # A word in a name and in a message: both answers, the word marked in each.
+    page.fill("#q", "inbox")
+    page.press("#q", "Enter")
+    expect(page.locator("#message-hits li.hit mark").first).to_have_text(re.compile("inbox", re.I))
+    row = page.locator(f'li.srow[data-key="{CHILD}"]')
+    expect(row.locator(".srow-title mark")).to_have_text("inbox")
+    expect(page.locator("#no-rows")).to_have_count(0)
+
+
+def test_the_send_policy_page_previews_unsaved_rules_and_lists_whom_they_block(
+    spawned, page, live_url
+):
+    make_session("agent:main:discord:group:dev", channel="discord", chatType="group")
+    make_session("agent:main:telegram:direct:bob", channel="telegram", chatType="direct")
+    login(page, live_url, "olivia", PASSWORD)
+    page.goto(live_url + "/admin/policies_app/sendpolicy/1/change/")
+    expect(page.locator("#blocked-count")).to_contain_text("0 of 5 active sessions")
+
+    # An unsaved rule: deny discord groups. Preview, not Save.
+    page.check("#id_enabled")
+    page.select_option("#id_rules-0-action", "deny")
+    page.fill("#id_rules-0-channel", "discord")
+    page.fill("#id_rules-0-chat_type", "group")
+    page.click("#preview-rules")
+    trial = page.locator("#send-policy-trial")
+    expect(trial.locator("#trial-count")).to_contain_text(
+        "1 of 5 active sessions would be blocked by the rules in the form"
+    )
+    link = trial.locator("#trial-sessions a")
+    expect(link).to_have_text("agent:main:discord:group:dev")
+    # Nothing saved: the saved policy still blocks nobody, and the form keeps the rule.
+    expect(page.locator("#blocked-count")).to_contain_text("0 of 5 active sessions")
+    expect(page.locator("#id_rules-0-channel")).to_have_value("discord")
+    expect(page.locator(".messagelist .success")).to_have_count(0)
+    screenshot(page, "agree-send-policy-preview")
+    assert not SendPolicy.load().enabled
+
+    # The link leads to the session it would block.
+    link.click()
+    expect(page.locator("#session-summary .oc-key")).to_have_text("agent:main:discord:group:dev")
