@@ -10,6 +10,8 @@ from django.forms.utils import ErrorDict
 
 from openclaw_common import keys
 
+from ..reads.activity import RANGES as ACTIVITY_RANGES
+
 ARCHIVED_CHOICES = [("", "Active"), ("true", "Archived"), ("all", "All")]
 SUBAGENT_KIND = "subagent"  # not one of OpenClaw's kinds (theirs say `other`): the browser's own
 KIND_CHOICES = [("", "Any kind")] + [(k, k) for k in keys.KINDS] + [(SUBAGENT_KIND, "sub-agent")]
@@ -60,6 +62,10 @@ class ListFilterForm(forms.Form):
         required=False, label="Has errors"
     )
     after = forms.CharField(required=False, max_length=40)
+    # The agents' activity charts' range (reads/activity.py), not a filter of the sessions.
+    range = forms.ChoiceField(
+        required=False, choices=[("", "24 hours")] + [(r, r) for r in ACTIVITY_RANGES]
+    )
 
     def clean_channel(self) -> str:
         return self.cleaned_data["channel"].strip().lower()

@@ -80,7 +80,7 @@ def filtered_sessions(filters: dict, *, settings: keys.KeySettings):
 # The filters that narrow the sessions: every list filter but the search text, the archived
 # choice and the page cursor (from the form, so a new filter cannot be left out).
 _NARROWING = tuple(
-    name for name in ListFilterForm.base_fields if name not in ("q", "archived", "after")
+    name for name in ListFilterForm.base_fields if name not in ("q", "archived", "after", "range")
 )
 
 

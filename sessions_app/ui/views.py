@@ -83,6 +83,8 @@ def session_list(request):
         # A field named "errors" is form["errors"]; form.errors is the error dict.
         "errors_checked": bool(form["errors"].value()),
     }
+    if form.is_valid():
+        context["activity_range"] = form.cleaned_data["range"]
     if not form.is_valid():
         context["filter_errors"] = list(form.errors.items())
         return render(request, "ui/list.html", context, status=400)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connections
 from playwright.sync_api import expect
 
 from policies_app.models import SendPolicy
-from sessions_app.models import Session, now_ms
+from sessions_app.models import Run, Session, now_ms
 from tests.browser.conftest import VIEWPORT, login, screenshot, staff_user
 from tests.conftest import add_messages, assistant, make_agent, make_session, user
 from tests.runs.helpers import completed_spawn
@@ -301,3 +301,47 @@ def test_the_send_policy_page_previews_unsaved_rules_and_lists_whom_they_block(
     # The link leads to the session it would block.
     link.click()
     expect(page.locator("#session-summary .oc-key")).to_have_text("agent:main:discord:group:dev")
+
+
+def test_the_activity_plots_have_axes_a_range_error_rate_and_p95(spawned, page, live_url):
+    parent = Session.objects.get(key=PARENT)
+    now = datetime.now(tz=UTC)
+    for days_ago, ms, status in ((0.01, 400, "ok"), (0.02, 2000, "error"), (3, 900, "ok")):
+        created = now - timedelta(days=days_ago)
+        Run.objects.create(
+            session=parent,
+            kind="send",
+            status=status,
+            created_at=created,
+            started_at=created,
+            finished_at=created + timedelta(milliseconds=ms),
+            usage={"input": 90, "output": 10},
+        )
+    login(page, live_url, "olivia", PASSWORD)
+    page.goto(live_url + "/")
+    box = page.locator("#agent-activity")
+    main = box.locator('tr[data-agent="main"]')
+    expect(box.locator("#activity-title")).to_have_text("Agents, last 24 hours")
+    expect(main.locator("td.runs")).to_have_text("2")
+    expect(main.locator("td.error-rate")).to_have_text("50%")
+    expect(main.locator("td.p95")).to_have_text("2.0 s")
+    runs_chart = main.locator("svg.chart").first
+    expect(runs_chart.locator("path.axis")).to_have_count(1)
+    expect(runs_chart.locator("text.tick.time")).to_have_text(["24 h ago", "12 h ago", "now"])
+    expect(runs_chart.locator("rect.bar.failed")).to_have_count(1)
+    screenshot(page, "agree-activity-24h")
+
+    box.locator('a[data-range="7d"]').click()
+    expect(page).to_have_url(re.compile(r"\?range=7d$"))
+    expect(box.locator("#activity-title")).to_have_text("Agents, last 7 days")
+    expect(main.locator("td.runs")).to_have_text("3")
+    expect(main.locator("td.error-rate")).to_have_text("33%")
+    expect(main.locator("svg.chart").first.locator("text.tick.time").first).to_have_text("7 d ago")
+    screenshot(page, "agree-activity-7d")
+
+    # The admin's index has the same plots and ranges.
+    page.goto(live_url + "/admin/?range=30d")
+    expect(page.locator("#activity-title")).to_have_text("Agents, last 30 days")
+    admin_main = page.locator('#agent-activity tr[data-agent="main"]')
+    expect(admin_main.locator("td.error-rate")).to_have_text("33%")
+    expect(admin_main.locator("svg.chart path.axis")).to_have_count(2)

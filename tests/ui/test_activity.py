@@ -17,9 +17,9 @@ from tests.conftest import make_session
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    cache.delete(activity.CACHE_KEY)
+    cache.clear()
     yield
-    cache.delete(activity.CACHE_KEY)
+    cache.clear()
 
 
 def finished_run(session, *, hours_ago: float, ms: int, tokens: int, status="ok") -> Run:
@@ -51,10 +51,10 @@ def test_activity_is_aggregated_per_agent_and_hour(runs):
     found = {a.agent_id: a for a in activity.compute().agents}
     main, research = found["main"], found["research"]
     assert (main.runs, main.median_ms, main.tokens) == (3, 200, 150)
-    assert main.runs_per_hour[-1] == 2 and main.runs_per_hour[-6] == 1
-    assert main.tokens_per_hour[-1] == 120
+    assert main.runs_per_bucket[-1] == 2 and main.runs_per_bucket[-6] == 1
+    assert main.tokens_per_bucket[-1] == 120
     assert (research.runs, research.median_ms, research.tokens) == (1, 1500, 400)
-    assert len(main.runs_per_hour) == activity.HOURS == 24
+    assert len(main.runs_per_bucket) == activity.HOURS == 24
 
 
 def test_activity_is_cached(runs, django_assert_num_queries):
@@ -71,10 +71,12 @@ def test_the_session_list_shows_the_charts(viewer, runs):
     table = table[: table.index("</section>")]
     row = table[table.index('data-agent="main"') :]
     row = row[: row.index("</tr>")]
-    assert row.count("<svg") == 2 and row.count("<rect") == 48
+    # A bar per hour in each chart, and the failed run's red part on its hour's bar.
+    assert row.count("<svg") == 2 and row.count("<rect") == 48 + 1
+    assert row.count('<rect class="bar failed"') == 1
     assert '<td class="num runs">3</td>' in row and '<td class="num median">200 ms</td>' in row
     assert '<td class="num tokens">150</td>' in row
-    assert re.search(r"<title>\d\d:00–\d\d:00 UTC: 2 runs</title>", row)
+    assert re.search(r"<title>\d\d:00–\d\d:00 UTC: 2 runs, 0 failed</title>", row)
     assert "http" not in table  # nothing from outside
 
 
