@@ -130,7 +130,10 @@ def server_env() -> dict[str, str]:
 
 @pytest.fixture
 def running_server(transactional_db, server_env):
-    """`manage.py serve` on the test database (no worker in it), stopped after the test."""
+    """`manage.py serve` on the test database (no worker in it), stopped after the test. Ask
+    for it (and `running_worker`) after the fixtures that write the data, as `live_world` does:
+    composed the other way round, tests/runs/test_orchestration_live.py's worker-kill test
+    failed 3 of 3 on PostgreSQL + Redis."""
     server = start_server(env=server_env)
     yield server
     server.stop()

@@ -31,13 +31,17 @@ def worker_processes() -> int:
 
 
 @pytest.fixture
-def world(running_server, running_worker, operator_token, ingest_token):
-    # Particular: main alone, scripted for ingest, with two sessions of its own (tests/worlds.py
-    # runs the server and the worker).
+def main_alone():
+    # Particular: main alone, scripted for ingest, with two sessions of its own.
     set_config(visibility="agent")  # the operator's abort goes through the send guard
     make_agent("main", backend={"type": "scripted", "rules": RULES})
     make_session(WORK)
     make_session("agent:main:other")
+
+
+@pytest.fixture
+def world(main_alone, running_server, running_worker, operator_token, ingest_token):
+    # The data first, then the processes (tests/worlds.py).
     return {"server": running_server, "operator": operator_token, "ingest": ingest_token}
 
 
