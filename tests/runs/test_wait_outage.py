@@ -38,7 +38,7 @@ def wait_during_outage(server, token, run_id, *, timeout: int, outage: float):
     return result["response"]
 
 
-def test_a_wait_rides_out_a_blip_shorter_than_its_timeout(running_server, main_token, queued_send):
+def test_a_wait_rides_out_a_blip_shorter_than_its_timeout(queued_send, running_server, main_token):
     # No worker: the run stays queued, the wait runs to its timeout.
     server, token, run_id = running_server, main_token, queued_send
     response = wait_during_outage(server, token, run_id, timeout=6, outage=2)
@@ -46,7 +46,7 @@ def test_a_wait_rides_out_a_blip_shorter_than_its_timeout(running_server, main_t
 
 
 def test_a_wait_that_ends_during_an_outage_is_a_503_with_the_run(
-    running_server, main_token, queued_send
+    queued_send, running_server, main_token
 ):
     # No worker: the run stays queued, the wait runs to its timeout.
     server, token, run_id = running_server, main_token, queued_send

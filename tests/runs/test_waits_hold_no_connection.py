@@ -44,7 +44,7 @@ def open_sse(server, token: str, opened: list) -> None:
 
 
 def test_waits_and_followers_leave_the_pool_to_other_clients(
-    running_server, main_token, queued_send
+    queued_send, running_server, main_token
 ):
     server, token, run_id = running_server, main_token, queued_send
     waits = [
