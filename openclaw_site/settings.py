@@ -316,6 +316,14 @@ OPENCLAW_ACP_ENV = _env_list(
     ",".join(["HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", *OPENCLAW_MODEL_KEY_ENVS]),
 )
 
+# Who a harness process runs as (sessions_app/acp/sandbox.py): `auto` (a user of its own per
+# working directory when the worker is root; otherwise refused in production mode, run as the
+# worker's user on the embedded SQLite default), `uid` (always a user of its own), `none` (the
+# worker's user: every allowed harness can read the worker's environment and files).
+OPENCLAW_ACP_SANDBOX = os.environ.get("OPENCLAW_ACP_SANDBOX", "auto")
+# The uids (and gids) handed to harness working directories, one each, never twice.
+OPENCLAW_ACP_UIDS = os.environ.get("OPENCLAW_ACP_UIDS", "2000000000-2000999999")
+
 # import_openclaw: a transcript line longer than this is reported and skipped (docs/import.md).
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("OPENCLAW_IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
 

@@ -7,7 +7,8 @@ their own, and everything the harness says comes back to the worker as events on
 
 Safety, in this module:
 - the process is started with only the harness's allowlisted environment (harnesses.py), in its
-  own process group (a harness's own children end with it), in the checked cwd;
+  own process group (a harness's own children end with it), in the checked cwd, as the user
+  sandbox.py chose (a user of its own for its working directory: no reach into the worker);
 - we offer `fs/read_text_file` and `fs/write_text_file` confined to the session's cwd (files.py),
   and no terminal: `terminal/*` (and anything else we do not announce) is answered with an error;
 - permission requests are answered at once by the harness's permissionMode, and reported;
@@ -44,6 +45,7 @@ from acp.schema import (
 
 from .files import Refused, WorkingDirectory
 from .harnesses import Harness, HarnessError
+from .sandbox import RunAs
 
 log = logging.getLogger("openclaw.acp")
 
@@ -179,9 +181,10 @@ class _Client:
 
 
 class HarnessProcess:
-    def __init__(self, harness: Harness, *, cwd: str, prompt: str):
+    def __init__(self, harness: Harness, *, cwd: str, prompt: str, run_as: RunAs | None = None):
         self.harness = harness
         self.cwd = cwd
+        self.run_as = run_as or RunAs(None)
         self.prompt = prompt
         self.events: queue.Queue[Event] = queue.Queue()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
@@ -263,6 +266,7 @@ class HarnessProcess:
                 cwd=self.cwd,
                 start_new_session=True,
                 limit=STDOUT_LIMIT,
+                **self.run_as.popen_kwargs(),
             )
         except OSError as exc:
             raise HarnessFailed(f"the harness could not be started: {exc}") from None
@@ -308,7 +312,12 @@ class HarnessProcess:
             ) from None
         session_id = self.session_id = session.session_id
         self._started = True
-        self.events.put(("started", {"sessionId": session_id, "cwd": self.cwd, "pid": proc.pid}))
+        started = {"sessionId": session_id, "cwd": self.cwd, "pid": proc.pid}
+        if self.run_as.uid is not None:
+            started["uid"] = self.run_as.uid
+        if self.run_as.note:
+            started["sandboxNote"] = self.run_as.note
+        self.events.put(("started", started))
         prompt = asyncio.create_task(
             conn.prompt(session_id=session_id, prompt=[text_block(self.prompt)])
         )

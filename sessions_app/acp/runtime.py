@@ -27,6 +27,7 @@ from ..runs.backends.base import CheckAbort
 from ..runs.flow_state import Flow
 from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS, Event, HarnessProcess
 from .harnesses import Harness, HarnessError, configured, deployment_refusal
+from .sandbox import run_as_for
 from .transcript import STOP_REASONS, TranscriptWriter
 
 POLL_SECONDS = 0.2
@@ -84,6 +85,8 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         # Resolved again now, not only at spawn: a directory swapped for a symlink out of the
         # root, or a root narrowed since, is refused before the harness starts there.
         cwd = str(harness.resolve_cwd(flow.cwd or None))
+        # Its own user for that directory (sandbox.py): no reach into the worker's secrets.
+        run_as = run_as_for(harness, cwd)
     except HarnessError as exc:
         raise BackendError(exc.message) from None
     writer = TranscriptWriter(
@@ -91,7 +94,7 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         parent_key=flow.requester if flow.stream_to == "parent" else None,
         harness_id=harness.id,
     )
-    process = HarnessProcess(harness, cwd=cwd, prompt=run.message)
+    process = HarnessProcess(harness, cwd=cwd, prompt=run.message, run_as=run_as)
     limit = task_limit_seconds()
     process.start()
     try:

@@ -107,10 +107,12 @@ class Mapper:
                 )
             elif kind == "started":
                 self._close_segment(out)
+                user = f", uid {data['uid']}" if data.get("uid") is not None else ""
+                note = f"\n{data['sandboxNote']}" if data.get("sandboxNote") else ""
                 out.append(
                     system(
                         f"ACP harness {self.harness_id} started (session {data.get('sessionId')}, "
-                        f"cwd {data.get('cwd')})",
+                        f"cwd {data.get('cwd')}{user}){note}",
                         acp={"event": "started", **data},
                     )
                 )

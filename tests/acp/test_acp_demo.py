@@ -3,6 +3,10 @@ spawns it with runtime "acp" and nothing else configured (a real server and work
 
 from __future__ import annotations
 
+import os
+import sys
+
+from sessions_app.acp.sandbox import unreachable_part
 from sessions_app.models import GatewayConfig, Message, Run
 from tests.servers import manage, start_worker, wait_until
 
@@ -11,7 +15,11 @@ def test_seed_demo_registers_echo_and_a_newcomer_can_spawn_it(demo_server):
     config = GatewayConfig.load()
     assert config.acp_default_agent == "echo" and config.acp_allowed_agents == ["echo"]
     assert config.acp_agents["echo"]["args"][0].endswith("sessions_app/acp_agents/echo.py")
-    worker = start_worker(workers=1)
+    # seed_demo's echo runs by the server's Python. A worker run as root starts it as a user of
+    # its own, who cannot start a Python kept where others cannot go (this machine's pyenv under
+    # /root): there the demo is run as the worker's user, as a developer's would be.
+    unreachable = os.geteuid() == 0 and unreachable_part(sys.executable)
+    worker = start_worker(workers=1, env={"OPENCLAW_ACP_SANDBOX": "none"} if unreachable else {})
     try:
         key = manage("create_api_key", "--scope", "agent", "--agent", "main").strip()
         key = key.splitlines()[-1]

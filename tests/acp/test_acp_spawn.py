@@ -10,7 +10,7 @@ import pytest
 
 from sessions_app.models import Agent, GatewayConfig, Run, Session
 from sessions_app.runs.flow_state import Flow
-from tests.acp.harness_fixtures import ECHO, echo, register
+from tests.acp.harness_fixtures import ECHO, PYTHON, echo, register
 from tests.conftest import make_session, set_config
 from tests.runs.helpers import drain
 
@@ -232,7 +232,7 @@ def test_a_saved_harness_the_deployment_no_longer_lets_run_fails_its_run(
     assert run.status == Run.ERROR
     assert run.error == (
         'ACP harness "echo": command '
-        f"{sys.executable!r} with these args is not a program the deployment lets a harness "
+        f"{PYTHON[0]!r} with these args is not a program the deployment lets a harness "
         "run (OPENCLAW_ACP_COMMANDS)"
     )
 

@@ -258,6 +258,9 @@ def test_a_harness_removed_before_its_turn_fails_the_run(agent_main, home):
 
 
 def test_a_command_that_cannot_be_run_fails_the_run_with_the_os_error(agent_main, home, settings):
+    # As the worker's user: run as a user of its own, the sandbox refuses it before the OS does
+    # (tests/acp/test_acp_sandbox.py).
+    settings.OPENCLAW_ACP_SANDBOX = "none"
     script = home / "not-executable.sh"
     script.write_text("#!/bin/sh\n")
     settings.OPENCLAW_ACP_COMMANDS = [*settings.OPENCLAW_ACP_COMMANDS, (str(script),)]
