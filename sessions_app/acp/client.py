@@ -1,34 +1,50 @@
-"""One harness process and one ACP session in it, for one turn, driven from a worker thread.
+"""Harness processes and the ACP sessions in them, for the worker's turns.
 
 The worker's turn is synchronous (a django-q2 task that writes with the ORM), the ACP SDK is
-asyncio: the process and the SDK's `ClientSideConnection` live on an event loop in a thread of
-their own, and everything the harness says comes back to the worker as events on a queue
-(`next_batch`). The ORM is never touched here.
+asyncio: every harness process of a worker process, and the SDK's connection to it, live on one
+event loop in a thread of their own (`Pool`), and everything the harness says during a turn comes
+back to the worker as events on the turn's queue (`HarnessProcess.next_batch`). The ORM is never
+touched here.
+
+Warm processes: a process that ended its turn well stays up for the harness's `warmSeconds`
+(idle), and serves the next turn that asks for the same harness definition, working directory,
+user and environment: a follow-up to the same child continues its ACP session in it, another
+child gets a new ACP session in it. A process that failed, was cancelled, or outlived its idle
+time is ended; a warm one that died meanwhile is replaced by a fresh one. Without a warm one a
+turn continues its ACP session with `session/load` when the harness announces `loadSession`
+(what it replays is not stored again), else starts a new one and says so.
 
 Safety, in this module:
 - the process is started with only the harness's allowlisted environment (harnesses.py), in its
   own process group (a harness's own children end with it), in the checked cwd, as the user
-  sandbox.py chose (a user of its own for its working directory: no reach into the worker);
+  sandbox.py chose (a user of its own for its working directory: no reach into the worker); a
+  warm process is reused only for the same definition, cwd, user and environment values;
 - we offer `fs/read_text_file` and `fs/write_text_file` confined to the session's cwd (files.py),
   and no terminal: `terminal/*` (and anything else we do not announce) is answered with an error;
+  a file request must name the ACP session of the turn the process is serving, and is confined to
+  the cwd that turn resolved (a warm process serves one turn at a time, of any child sharing it);
 - permission requests are answered at once by the harness's permissionMode, and reported;
 - every stdout line must be a JSON-RPC message: anything else ends the turn with an error that
   quotes it (the SDK would log and skip it, leaving a harness that writes only garbage hanging);
-- initialize and session/new must answer within startTimeoutSeconds;
-- the process always ends with the turn: stdin closed, then SIGTERM, then SIGKILL to its group.
+- initialize, session/new and session/load must answer within startTimeoutSeconds;
+- a process that is not kept warm ends with the turn: stdin closed, SIGTERM, SIGKILL to its group.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
+import concurrent.futures
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import queue
 import signal
 import threading
+import time
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
@@ -54,6 +70,7 @@ EXIT_GRACE_SECONDS = 1.0  # after stdin closes, before SIGTERM (then as long bef
 STDOUT_LIMIT = 16 * 1024 * 1024  # one JSON-RPC line
 STDERR_TAIL = 2000
 READ_ONLY_KINDS = ("read", "search", "think", "fetch")
+REAP_SECONDS = 1.0  # how often idle warm processes are looked at
 
 Event = tuple[str, dict[str, Any]]
 
@@ -95,12 +112,13 @@ def _not_offered(method: str) -> RequestError:
 
 
 class _Client:
-    """The client side the SDK calls: session/update, session/request_permission, fs/*. The
-    terminal methods are declined (the SDK would answer them with `null` when missing)."""
+    """The client side the SDK calls: session/update, session/request_permission, fs/*, handed
+    to the turn the connection is serving (none between turns: what comes then is dropped, and
+    a file request is refused). The terminal methods are declined (the SDK would answer them
+    with `null` when missing)."""
 
-    def __init__(self, process: HarnessProcess, files: WorkingDirectory):
-        self.process = process
-        self.files = files
+    def __init__(self, connection: Connection):
+        self.connection = connection
 
     async def read_text_file(
         self,
@@ -110,21 +128,21 @@ class _Client:
         limit: int | None = None,
         **kwargs: Any,
     ) -> ReadTextFileResponse:
-        self._check_session(session_id)
+        turn, files = self._files(session_id)
         try:
-            text = await asyncio.to_thread(self.files.read_text, path, line=line, limit=limit)
+            text = await asyncio.to_thread(files.read_text, path, line=line, limit=limit)
         except Refused as exc:
-            raise self._refuse("fs/read_text_file", path, exc) from None
+            raise _refuse(turn, "fs/read_text_file", path, exc) from None
         return ReadTextFileResponse(content=text)
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **kwargs: Any
     ) -> WriteTextFileResponse:
-        self._check_session(session_id)
+        turn, files = self._files(session_id)
         try:
-            await asyncio.to_thread(self.files.write_text, path, content)
+            await asyncio.to_thread(files.write_text, path, content)
         except Refused as exc:
-            raise self._refuse("fs/write_text_file", path, exc) from None
+            raise _refuse(turn, "fs/write_text_file", path, exc) from None
         return WriteTextFileResponse()
 
     async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
@@ -142,37 +160,39 @@ class _Client:
     async def kill_terminal(self, *args: Any, **kwargs: Any) -> Any:
         raise _not_offered("terminal/kill")
 
-    def _check_session(self, session_id: str) -> None:
-        known = self.process.session_id
-        if known is not None and session_id != known:
-            raise RequestError(-32602, f"unknown session {session_id!r}", None)
-
-    def _refuse(self, method: str, path: str, exc: Refused) -> RequestError:
-        """The harness hears why; the transcript records it (a harness reaching out of its
-        cwd is worth seeing)."""
-        self.process.events.put(("refused", {"method": method, "path": path, "reason": str(exc)}))
-        return RequestError(-32602, str(exc), {"path": path})
+    def _files(self, session_id: str) -> tuple[HarnessProcess, WorkingDirectory]:
+        """The turn this request belongs to and its directory. A warm process holds the ACP
+        sessions of every child that shared it, but serves one turn at a time: only that turn's
+        session may use the file system, confined to the cwd that turn resolved."""
+        turn = self.connection.turn
+        if turn is None or turn.files is None or session_id != turn.session_id:
+            raise RequestError(-32602, f"session {session_id!r} has no turn running", None)
+        return turn, turn.files
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.process.events.put(("update", _dump(update)))
+        turn = self.connection.turn
+        if turn is not None and not turn.replaying:
+            turn.events.put(("update", _dump(update)))
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
     ) -> RequestPermissionResponse:
         call = _dump(tool_call)
         offered = [_dump(o) for o in options]
-        mode = self.process.harness.permission_mode
-        chosen = decide_permission(mode, call.get("kind"), offered)
+        mode = self.connection.harness.permission_mode
+        turn = self.connection.turn
+        chosen = decide_permission(mode, call.get("kind"), offered) if turn else None
         allowed = chosen is not None and any(
             o.get("optionId") == chosen and str(o.get("kind", "")).startswith("allow")
             for o in offered
         )
-        self.process.events.put(
-            (
-                "permission",
-                {"mode": mode, "allowed": allowed, "optionId": chosen, "toolCall": call},
+        if turn is not None:
+            turn.events.put(
+                (
+                    "permission",
+                    {"mode": mode, "allowed": allowed, "optionId": chosen, "toolCall": call},
+                )
             )
-        )
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(
@@ -180,28 +200,308 @@ class _Client:
         )
 
 
-class HarnessProcess:
-    def __init__(self, harness: Harness, *, cwd: str, prompt: str, run_as: RunAs | None = None):
+def _refuse(turn: HarnessProcess, method: str, path: str, exc: Refused) -> RequestError:
+    """The harness hears why; the transcript records it (a harness reaching out of its cwd is
+    worth seeing)."""
+    turn.events.put(("refused", {"method": method, "path": path, "reason": str(exc)}))
+    return RequestError(-32602, str(exc), {"path": path})
+
+
+def pool_key(harness: Harness, cwd: str, run_as: RunAs) -> str:
+    """What a warm process must match to serve a turn: the definition, the cwd, the user and
+    the environment's values (a changed allowlist or a rotated key gets a new process)."""
+    material = json.dumps(
+        [harness.as_json(), cwd, run_as.uid, sorted(harness.environment().items())],
+        sort_keys=True,
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class Connection:
+    """One harness process, initialized, and the ACP sessions created in it (on the pool loop)."""
+
+    def __init__(self, harness: Harness, cwd: str, run_as: RunAs, key: str):
         self.harness = harness
         self.cwd = cwd
-        self.run_as = run_as or RunAs(None)
-        self.prompt = prompt
-        self.events: queue.Queue[Event] = queue.Queue()
+        self.run_as = run_as
+        self.key = key
+        self.turn: HarnessProcess | None = None
+        self.sessions: set[str] = set()
+        self.load_session = False
+        self.idle_since = time.monotonic()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
+        self.garbage: str | None = None
+        self.proc: asyncio.subprocess.Process | None = None
+        self.conn: Any = None
+        self._pumps: list[asyncio.Task] = []
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None and self.garbage is None
+
+    async def open(self) -> None:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.harness.executable(),
+                *self.harness.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.harness.environment(),
+                cwd=self.cwd,
+                start_new_session=True,
+                limit=STDOUT_LIMIT,
+                **self.run_as.popen_kwargs(),
+            )
+        except OSError as exc:
+            raise HarnessFailed(f"the harness could not be started: {exc}") from None
+        except HarnessError as exc:  # its command is gone from the PATH since the spawn
+            raise HarnessFailed(exc.message) from None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        reader = asyncio.StreamReader(limit=STDOUT_LIMIT)
+        self._pumps = [
+            asyncio.create_task(self._pump_stdout(proc, reader)),
+            asyncio.create_task(self._pump_stderr(proc.stderr)),
+        ]
+        self.conn = connect_to_agent(_Client(self), proc.stdin, reader)  # type: ignore[arg-type]
+        response = await self.starting(
+            self.conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=CAPABILITIES,
+                client_info=Implementation(name="openclaw-sessions", version="1"),
+            )
+        )
+        capabilities = getattr(response, "agent_capabilities", None)
+        self.load_session = bool(getattr(capabilities, "load_session", False))
+
+    async def starting(self, call: Any) -> Any:
+        """A start-up request (initialize, session/new, session/load) within startTimeoutSeconds."""
+        timeout = self.harness.start_timeout
+        try:
+            return await asyncio.wait_for(call, timeout)
+        except TimeoutError:
+            raise HarnessFailed(
+                f"the harness did not answer initialize/session/new within {timeout}s "
+                "(startTimeoutSeconds)" + self.stderr_note()
+            ) from None
+
+    async def _pump_stdout(self, proc: asyncio.subprocess.Process, reader: asyncio.StreamReader):
+        """Pass JSON-RPC lines to the SDK; anything else ends the turn (see the module doc)."""
+        assert proc.stdout is not None
+        try:
+            while True:
+                try:
+                    line = await proc.stdout.readline()
+                except ValueError:  # a line past STDOUT_LIMIT
+                    self.garbage = f"a line longer than {STDOUT_LIMIT} bytes"
+                    break
+                if not line:
+                    break
+                text = line.strip()
+                if not text:
+                    continue
+                try:
+                    message = json.loads(text)
+                except ValueError:
+                    message = None
+                if not isinstance(message, dict):
+                    # What it said goes to the log only: run errors are read by every reader
+                    # of the session, and a harness's output may hold anything.
+                    log.warning("ACP harness pid %s wrote non-JSON-RPC: %r", proc.pid, text[:200])
+                    self.garbage = f"a line of {len(text)} bytes"
+                    break
+                reader.feed_data(text + b"\n")
+        finally:
+            reader.feed_eof()
+            if self.garbage is not None:
+                _signal(proc, signal.SIGKILL)
+
+    async def _pump_stderr(self, stderr: asyncio.StreamReader) -> None:
+        while line := await stderr.readline():
+            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    async def explain(self, exc: Exception) -> str:
+        proc = self.proc
+        if self.garbage is not None:
+            return f"the harness wrote something that is not ACP JSON-RPC on stdout: {self.garbage}"
+        if isinstance(exc, ConnectionError) and proc is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), 2)
+            code = proc.returncode
+            ended = f"exited with code {code}" if code is not None else "closed its stdout"
+            return f"the harness {ended} during the turn{self.stderr_note()}"
+        if isinstance(exc, RequestError):
+            log.warning("ACP harness pid %s answered with an error: %s", self.pid, exc)
+            return "the harness answered with an error" + self.stderr_note()
+        log.warning("ACP harness pid %s sent an invalid ACP message: %s", self.pid, exc)
+        return "the harness sent an invalid ACP message (the worker's log has it)"
+
+    def stderr_note(self) -> str:
+        """Where the harness's stderr went: the worker's log, never the run's error, which
+        every reader of the session sees (a traceback may hold a password or a token)."""
+        tail = "\n".join(self.stderr_tail)[-STDERR_TAIL:].strip()
+        if not tail:
+            return ""
+        log.warning("ACP harness stderr (last %d chars):\n%s", STDERR_TAIL, tail)
+        return "; its stderr is in the worker's log"
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            _signal(self.proc, signal.SIGKILL)
+
+    async def close(self) -> None:
+        """Close stdin, then SIGTERM, then SIGKILL the process group."""
+        proc = self.proc
+        if proc is not None:
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    await asyncio.wait_for(proc.wait(), EXIT_GRACE_SECONDS)
+                    break
+                except TimeoutError:
+                    _signal(proc, sig)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), EXIT_GRACE_SECONDS)
+            # Whatever the harness started and left behind in its group goes too.
+            _signal(proc, signal.SIGKILL)
+        for pump in self._pumps:
+            pump.cancel()
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                await self.conn.close()
+
+
+def _signal(proc: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+class Pool:
+    """The worker process's harness processes: one event loop thread, warm ones by key."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._idle: dict[str, list[Connection]] = {}
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+                thread = threading.Thread(
+                    target=self._main, args=(loop, ready), daemon=True, name="acp-pool"
+                )
+                thread.start()
+                ready.wait(5)
+                self._loop = loop
+            return self._loop
+
+    def _main(self, loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(ready.set)
+        loop.create_task(self._reap())
+        loop.run_forever()
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_SECONDS)
+            now = time.monotonic()
+            for key, connections in list(self._idle.items()):
+                for connection in list(connections):
+                    expired = now - connection.idle_since > connection.harness.warm_seconds
+                    if expired or not connection.alive():
+                        connections.remove(connection)
+                        await connection.close()
+                if not connections:
+                    self._idle.pop(key, None)
+
+    # On the loop:
+
+    def take(self, key: str) -> Connection | None:
+        """A warm process for `key`; dead ones met on the way are ended (replaced by the caller)."""
+        connections = self._idle.get(key) or []
+        while connections:
+            connection = connections.pop()
+            if connection.alive():
+                return connection
+            asyncio.get_running_loop().create_task(connection.close())
+        return None
+
+    def keep(self, connection: Connection) -> None:
+        connection.turn = None
+        connection.idle_since = time.monotonic()
+        self._idle.setdefault(connection.key, []).append(connection)
+
+    def warm(self) -> list[Connection]:
+        return [c for connections in self._idle.values() for c in connections]
+
+    # From any thread:
+
+    def shutdown(self, timeout: float = 10) -> None:
+        """End every warm process (tests; the worker's exit)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+
+        async def close_all() -> None:
+            connections = self.warm()
+            self._idle.clear()
+            await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(close_all(), loop).result(timeout)
+
+    def warm_pids(self) -> list[int]:
+        return [c.pid for c in self.warm() if c.pid is not None]
+
+
+POOL = Pool()
+atexit.register(POOL.shutdown)
+
+
+class HarnessProcess:
+    """One turn: a harness process (warm or new), an ACP session in it (continued, loaded or
+    new), one prompt. The worker's side is synchronous (start, next_batch, request_cancel,
+    join); the turn runs on the pool's loop."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        *,
+        cwd: str,
+        prompt: str,
+        run_as: RunAs | None = None,
+        resume: str | None = None,
+        pool: Pool = POOL,
+    ):
+        self.harness = harness
+        self.cwd = cwd
+        self.prompt = prompt
+        self.run_as = run_as or RunAs(None)
+        self.resume = resume or None
+        self.pool = pool
+        self.events: queue.Queue[Event] = queue.Queue()
+        self.replaying = False
+        self.session_id: str | None = None  # the ACP session of this turn, once opened
+        self.files: WorkingDirectory | None = None  # the cwd as this turn began (files.py)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel: asyncio.Event | None = None
-        self._ready = threading.Event()
-        self._garbage: str | None = None
-        self._proc: asyncio.subprocess.Process | None = None
+        self._connection: Connection | None = None
         self._started = False
-        self.session_id: str | None = None
-        self._thread = threading.Thread(target=self._main, daemon=True, name=f"acp-{harness.id}")
+        self._future: concurrent.futures.Future | None = None
 
     # --- the worker's side (sync) ---------------------------------------------------------
 
     def start(self) -> None:
-        self._thread.start()
-        self._ready.wait(5)
+        self._loop = self.pool.loop()
+        self._future = asyncio.run_coroutine_threadsafe(self._main(), self._loop)
 
     def request_cancel(self) -> None:
         """session/cancel, then the process ends (the turn's events keep coming meanwhile)."""
@@ -223,198 +523,123 @@ class HarnessProcess:
                 return batch
 
     def join(self, timeout: float) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        if self._future is None:
+            return True
+        with contextlib.suppress(concurrent.futures.TimeoutError, Exception):
+            self._future.result(timeout)
+        return self._future.done()
 
     # --- the loop's side --------------------------------------------------------------------
 
     def _on_cancel(self) -> None:
         if self._cancel is not None:
             self._cancel.set()
-        if not self._started and self._proc is not None:
+        if not self._started and self._connection is not None:
             # No session to cancel yet (a harness hanging at start): just end it.
-            self._signal(self._proc, signal.SIGKILL)
+            self._connection.kill()
 
-    def _main(self) -> None:
+    async def _main(self) -> None:
         try:
-            asyncio.run(self._run())
+            await self._run()
         except HarnessFailed as exc:
             self.events.put(("failed", {"error": str(exc)}))
         except Exception as exc:  # a bug here must still end the turn, and say so
             log.exception("ACP harness %s failed", self.harness.id)
             self.events.put(("failed", {"error": f"{type(exc).__name__}: {exc}"}))
-        finally:
-            self._ready.set()
 
     async def _run(self) -> None:
-        self._loop = asyncio.get_running_loop()
         self._cancel = asyncio.Event()
-        self._ready.set()
         try:
-            # The cwd as the turn starts: the file system we serve stays this directory.
-            files = WorkingDirectory(self.cwd)
+            # The cwd as the turn starts: the file system this turn serves stays this directory.
+            self.files = WorkingDirectory(self.cwd)
         except OSError as exc:
             raise HarnessFailed(f"the working directory cannot be used: {exc.strerror}") from None
+        key = pool_key(self.harness, self.cwd, self.run_as)
+        connection = self.pool.take(key)
+        warm = connection is not None
+        if connection is None:
+            connection = Connection(self.harness, self.cwd, self.run_as, key)
+        connection.turn = self
+        self._connection = connection
+        keep = False
         try:
-            proc = await asyncio.create_subprocess_exec(
-                self.harness.executable(),
-                *self.harness.args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self.harness.environment(),
-                cwd=self.cwd,
-                start_new_session=True,
-                limit=STDOUT_LIMIT,
-                **self.run_as.popen_kwargs(),
-            )
-        except OSError as exc:
-            raise HarnessFailed(f"the harness could not be started: {exc}") from None
-        except HarnessError as exc:  # its command is gone from the PATH since the spawn
-            raise HarnessFailed(exc.message) from None
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        self._proc = proc
-        reader = asyncio.StreamReader(limit=STDOUT_LIMIT)
-        pumps = [
-            asyncio.create_task(self._pump_stdout(proc, reader)),
-            asyncio.create_task(self._pump_stderr(proc.stderr)),
-        ]
-        conn = connect_to_agent(_Client(self, files), proc.stdin, reader)  # type: ignore[arg-type]
-        try:
-            await self._session(conn, proc)
+            if not warm:
+                await connection.open()
+            keep = await self._session(connection, warm=warm)
         except (ConnectionError, RequestError, ValueError) as exc:
-            raise HarnessFailed(await self._explain(exc, proc)) from None
+            raise HarnessFailed(await connection.explain(exc)) from None
         finally:
-            await self._end(proc)
-            for pump in pumps:
-                pump.cancel()
-            with contextlib.suppress(Exception):
-                await conn.close()
+            connection.turn = None
+            if keep and connection.alive() and self.harness.warm_seconds > 0:
+                self.pool.keep(connection)
+            else:
+                await connection.close()
 
-    async def _session(self, conn: Any, proc: asyncio.subprocess.Process) -> None:
-        timeout = self.harness.start_timeout
-        try:
-            await asyncio.wait_for(
-                conn.initialize(
-                    protocol_version=PROTOCOL_VERSION,
-                    client_capabilities=CAPABILITIES,
-                    client_info=Implementation(name="openclaw-sessions", version="1"),
-                ),
-                timeout,
-            )
-            session = await asyncio.wait_for(
-                conn.new_session(cwd=self.cwd, mcp_servers=[]), timeout
-            )
-        except TimeoutError:
-            raise HarnessFailed(
-                f"the harness did not answer initialize/session/new within {timeout}s "
-                "(startTimeoutSeconds)" + self._stderr_note()
-            ) from None
-        session_id = self.session_id = session.session_id
+    async def _open_session(self, connection: Connection) -> tuple[str, dict[str, Any]]:
+        """The ACP session of this turn, and how it was reached (for the start message)."""
+        conn = connection.conn
+        wanted = self.resume
+        if wanted and wanted in connection.sessions:
+            return wanted, {"resumed": "warm"}
+        if wanted and connection.load_session:
+            self.replaying = True  # what it replays is in the transcript already
+            try:
+                await connection.starting(
+                    conn.load_session(cwd=self.cwd, session_id=wanted, mcp_servers=[])
+                )
+            except RequestError as exc:
+                log.warning("ACP harness pid %s could not load %s: %s", connection.pid, wanted, exc)
+            else:
+                connection.sessions.add(wanted)
+                return wanted, {"resumed": "load"}
+            finally:
+                self.replaying = False
+        session = await connection.starting(conn.new_session(cwd=self.cwd, mcp_servers=[]))
+        connection.sessions.add(session.session_id)
+        if not wanted:
+            return session.session_id, {}
+        why = (
+            "it could not load it"
+            if connection.load_session
+            else "its process has ended and it does not announce loadSession"
+        )
+        return session.session_id, {"notContinued": wanted, "why": why}
+
+    async def _session(self, connection: Connection, *, warm: bool) -> bool:
+        """The turn; True when it ended well enough for the process to stay warm."""
+        proc = connection.proc
+        assert proc is not None
+        session_id, how = await self._open_session(connection)
+        self.session_id = session_id
         self._started = True
-        started = {"sessionId": session_id, "cwd": self.cwd, "pid": proc.pid}
+        started: dict[str, Any] = {
+            "sessionId": session_id,
+            "cwd": self.cwd,
+            "pid": proc.pid,
+            "warm": warm,
+            **how,
+        }
         if self.run_as.uid is not None:
             started["uid"] = self.run_as.uid
         if self.run_as.note:
             started["sandboxNote"] = self.run_as.note
         self.events.put(("started", started))
         prompt = asyncio.create_task(
-            conn.prompt(session_id=session_id, prompt=[text_block(self.prompt)])
+            connection.conn.prompt(session_id=session_id, prompt=[text_block(self.prompt)])
         )
         assert self._cancel is not None
         cancelled = asyncio.create_task(self._cancel.wait())
         await asyncio.wait({prompt, cancelled}, return_when=asyncio.FIRST_COMPLETED)
         if not prompt.done():
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.cancel(session_id=session_id), 1)
+                await asyncio.wait_for(connection.conn.cancel(session_id=session_id), 1)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(prompt), CANCEL_GRACE_SECONDS)
             if not prompt.done():
                 prompt.cancel()
             self.events.put(("done", {"stopReason": "cancelled", "byUs": True}))
-            return
+            return False
         cancelled.cancel()
         response = prompt.result()  # raises what the request raised
         self.events.put(("done", {"stopReason": response.stop_reason}))
-
-    async def _pump_stdout(self, proc: asyncio.subprocess.Process, reader: asyncio.StreamReader):
-        """Pass JSON-RPC lines to the SDK; anything else ends the turn (see the module doc)."""
-        assert proc.stdout is not None
-        try:
-            while True:
-                try:
-                    line = await proc.stdout.readline()
-                except ValueError:  # a line past STDOUT_LIMIT
-                    self._garbage = f"a line longer than {STDOUT_LIMIT} bytes"
-                    break
-                if not line:
-                    break
-                text = line.strip()
-                if not text:
-                    continue
-                try:
-                    message = json.loads(text)
-                except ValueError:
-                    message = None
-                if not isinstance(message, dict):
-                    # What it said goes to the log only: run errors are read by every reader
-                    # of the session, and a harness's output may hold anything.
-                    log.warning("ACP harness pid %s wrote non-JSON-RPC: %r", proc.pid, text[:200])
-                    self._garbage = f"a line of {len(text)} bytes"
-                    break
-                reader.feed_data(text + b"\n")
-        finally:
-            reader.feed_eof()
-            if self._garbage is not None:
-                self._signal(proc, signal.SIGKILL)
-
-    async def _pump_stderr(self, stderr: asyncio.StreamReader) -> None:
-        while line := await stderr.readline():
-            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
-
-    async def _explain(self, exc: Exception, proc: asyncio.subprocess.Process) -> str:
-        if self._garbage is not None:
-            return (
-                f"the harness wrote something that is not ACP JSON-RPC on stdout: {self._garbage}"
-            )
-        if isinstance(exc, ConnectionError):
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(proc.wait(), 2)
-            code = proc.returncode
-            ended = f"exited with code {code}" if code is not None else "closed its stdout"
-            return f"the harness {ended} during the turn{self._stderr_note()}"
-        if isinstance(exc, RequestError):
-            log.warning("ACP harness pid %s answered with an error: %s", proc.pid, exc)
-            return "the harness answered with an error" + self._stderr_note()
-        log.warning("ACP harness pid %s sent an invalid ACP message: %s", proc.pid, exc)
-        return "the harness sent an invalid ACP message (the worker's log has it)"
-
-    def _stderr_note(self) -> str:
-        """Where the harness's stderr went: the worker's log, never the run's error, which
-        every reader of the session sees (a traceback may hold a password or a token)."""
-        tail = "\n".join(self.stderr_tail)[-STDERR_TAIL:].strip()
-        if not tail:
-            return ""
-        log.warning("ACP harness stderr (last %d chars):\n%s", STDERR_TAIL, tail)
-        return "; its stderr is in the worker's log"
-
-    async def _end(self, proc: asyncio.subprocess.Process) -> None:
-        """Close stdin, then SIGTERM, then SIGKILL the process group."""
-        if proc.stdin is not None:
-            with contextlib.suppress(Exception):
-                proc.stdin.close()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                await asyncio.wait_for(proc.wait(), EXIT_GRACE_SECONDS)
-                break
-            except TimeoutError:
-                self._signal(proc, sig)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), EXIT_GRACE_SECONDS)
-        # Whatever the harness started and left behind in its group goes too.
-        self._signal(proc, signal.SIGKILL)
-
-    @staticmethod
-    def _signal(proc: asyncio.subprocess.Process, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
+        return response.stop_reason in ("end_turn", "max_tokens", "max_turn_requests")

@@ -10,7 +10,8 @@ admin's gateway settings), never by an agent: it names a program this service wi
         "env": ["HOME", "ANTHROPIC_API_KEY"],   # names passed through from the worker's env
         "cwdRoot": "/srv/workspaces/echo",      # every session's cwd stays inside it
         "permissionMode": "deny",               # deny (default) | read-only | allow-all
-        "startTimeoutSeconds": 30               # initialize + session/new must answer by then
+        "startTimeoutSeconds": 30,              # initialize + session/new must answer by then
+        "warmSeconds": 300                      # idle time a process stays up for the next turn
       }
     }
 """
@@ -36,7 +37,17 @@ MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 MAX_HARNESSES = 50
 HARNESS_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-KNOWN_KEYS = ("command", "args", "env", "cwdRoot", "permissionMode", "startTimeoutSeconds")
+KNOWN_KEYS = (
+    "command",
+    "args",
+    "env",
+    "cwdRoot",
+    "permissionMode",
+    "startTimeoutSeconds",
+    "warmSeconds",
+)
+DEFAULT_WARM_SECONDS = 300
+MAX_WARM_SECONDS = 86400
 
 
 # `acp.agents` in the API schema (/api/v1/schema/): what clean_agents() accepts.
@@ -54,6 +65,13 @@ HARNESS_SCHEMA: dict[str, Any] = {
         "cwdRoot": {"type": "string", "description": "Absolute directory; every cwd inside."},
         "permissionMode": {"type": "string", "enum": list(PERMISSION_MODES), "default": "deny"},
         "startTimeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 300, "default": 30},
+        "warmSeconds": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MAX_WARM_SECONDS,
+            "default": DEFAULT_WARM_SECONDS,
+            "description": "How long an idle process stays up for the next turn (0: never).",
+        },
     },
     "required": ["command", "cwdRoot"],
     "additionalProperties": False,
@@ -74,6 +92,7 @@ class Harness:
     cwd_root: Path
     permission_mode: str = "deny"
     start_timeout: int = 30
+    warm_seconds: int = DEFAULT_WARM_SECONDS
 
     def environment(self, source: Mapping[str, str] | None = None) -> dict[str, str]:
         """Only the allowlisted variables (when set), plus the minimal PATH."""
@@ -119,6 +138,7 @@ class Harness:
             "cwdRoot": str(self.cwd_root),
             "permissionMode": self.permission_mode,
             "startTimeoutSeconds": self.start_timeout,
+            "warmSeconds": self.warm_seconds,
         }
 
 
@@ -207,6 +227,11 @@ def parse_harness(harness_id: str, definition: Any) -> Harness:
     timeout = definition.get("startTimeoutSeconds", 30)
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 300:
         raise InvalidArgument(f"{where}.startTimeoutSeconds must be an integer from 1 to 300")
+    warm = definition.get("warmSeconds", DEFAULT_WARM_SECONDS)
+    if isinstance(warm, bool) or not isinstance(warm, int) or not 0 <= warm <= MAX_WARM_SECONDS:
+        raise InvalidArgument(
+            f"{where}.warmSeconds must be an integer from 0 to {MAX_WARM_SECONDS}"
+        )
     if any("\x00" in s for s in (command, root, *args)):
         raise InvalidArgument(f"{where} must not contain NUL characters")
     return Harness(
@@ -217,6 +242,7 @@ def parse_harness(harness_id: str, definition: Any) -> Harness:
         cwd_root=Path(root),
         permission_mode=mode,
         start_timeout=timeout,
+        warm_seconds=warm,
     )
 
 

@@ -21,7 +21,7 @@ from django.conf import settings
 
 from openclaw_common import keys
 
-from ..models import GatewayConfig, Run
+from ..models import GatewayConfig, Message, Run
 from ..runs.backends import BackendError, TurnAborted, TurnOutput
 from ..runs.backends.base import CheckAbort
 from ..runs.flow_state import Flow
@@ -81,10 +81,11 @@ def harness_for(run: Run) -> Harness:
 def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
     harness = harness_for(run)
     flow = Flow.from_json(run.flow)
+    wanted_cwd, resume = continuation(run, flow)
     try:
         # Resolved again now, not only at spawn: a directory swapped for a symlink out of the
         # root, or a root narrowed since, is refused before the harness starts there.
-        cwd = str(harness.resolve_cwd(flow.cwd or None))
+        cwd = str(harness.resolve_cwd(wanted_cwd))
         # Its own user for that directory (sandbox.py): no reach into the worker's secrets.
         run_as = run_as_for(harness, cwd)
     except HarnessError as exc:
@@ -94,7 +95,7 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         parent_key=flow.requester if flow.stream_to == "parent" else None,
         harness_id=harness.id,
     )
-    process = HarnessProcess(harness, cwd=cwd, prompt=run.message, run_as=run_as)
+    process = HarnessProcess(harness, cwd=cwd, prompt=run.message, run_as=run_as, resume=resume)
     limit = task_limit_seconds()
     process.start()
     try:
@@ -120,6 +121,25 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
             process.request_cancel()
             process.join(STOP_WAIT_SECONDS)
     return _result(harness, outcome, writer)
+
+
+def continuation(run: Run, flow: Flow) -> tuple[str | None, str | None]:
+    """The cwd and the ACP session a turn continues: the spawn's own (and its resumeSessionId);
+    for a later turn of the child (a sessions_send), the spawn's cwd and the ACP session its
+    last turn worked in."""
+    spawn_flow = flow
+    if not flow.cwd:
+        first = Run.objects.filter(session=run.session, kind="spawn").order_by("created_at")
+        spawn_run = first.only("flow").first()
+        spawn_flow = Flow.from_json(spawn_run.flow) if spawn_run else flow
+    last = (
+        Message.objects.filter(session=run.session, role="system", extra__acp__event="started")
+        .order_by("-seq")
+        .only("extra")
+        .first()
+    )
+    previous = (last.extra or {}).get("acp", {}).get("sessionId") if last else None
+    return spawn_flow.cwd or None, flow.resume_session_id or previous or None
 
 
 def _with_task_limit(check_abort: CheckAbort, limit: float) -> CheckAbort:

@@ -54,6 +54,7 @@ def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
     if request.attachments:
         raise SpawnRefused(ATTACHMENTS_REFUSED)
     check_runtime_and_mode(request)
+    resume = check_resume_id(request.resume_session_id)
     config = requester.config
     if not config.acp_enabled:
         raise SpawnRefused(DISABLED, status="forbidden")
@@ -95,8 +96,23 @@ def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
     )
     with transaction.atomic():
         harness_agent(harness)
-        run = start_child(plan, runtime="acp", cwd=str(cwd), stream_to=request.stream_to)
+        run = start_child(
+            plan,
+            runtime="acp",
+            cwd=str(cwd),
+            stream_to=request.stream_to,
+            resume_session_id=resume,
+        )
     return accepted_result(plan, run)
+
+
+def check_resume_id(value: str | None) -> str | None:
+    """resumeSessionId: an ACP session id of the harness (its own format; printable, no spaces)."""
+    if value is None:
+        return None
+    if not value.strip() or not value.isprintable() or any(c.isspace() for c in value):
+        raise SpawnRefused("resumeSessionId must be an ACP session id (printable, no spaces)")
+    return value
 
 
 def pick_harness(agent_id: str | None, config: GatewayConfig) -> Harness:

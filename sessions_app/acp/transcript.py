@@ -107,16 +107,32 @@ class Mapper:
                 )
             elif kind == "started":
                 self._close_segment(out)
-                user = f", uid {data['uid']}" if data.get("uid") is not None else ""
-                note = f"\n{data['sandboxNote']}" if data.get("sandboxNote") else ""
-                out.append(
-                    system(
-                        f"ACP harness {self.harness_id} started (session {data.get('sessionId')}, "
-                        f"cwd {data.get('cwd')}{user}){note}",
-                        acp={"event": "started", **data},
-                    )
-                )
+                out.append(system(self._started(data), acp={"event": "started", **data}))
         return out
+
+    def _started(self, data: dict) -> str:
+        """The start message: which ACP session, where, as whom, and how it was reached."""
+        user = f", uid {data['uid']}" if data.get("uid") is not None else ""
+        process = "warm process" if data.get("warm") else "new process"
+        where = f"cwd {data.get('cwd')}{user}, {process} {data.get('pid')}"
+        session = data.get("sessionId")
+        text = {
+            "warm": f"ACP harness {self.harness_id} continued session {session} ({where})",
+            "load": f"ACP harness {self.harness_id} loaded session {session} with session/load "
+            f"({where})",
+        }.get(
+            str(data.get("resumed")),
+            f"ACP harness {self.harness_id} started (session {session}, {where})",
+        )
+        if data.get("notContinued"):
+            text += (
+                f"\nACP session {data['notContinued']} could not be continued ({data.get('why')}): "
+                "this turn starts a new ACP session, without the harness's own memory of the "
+                "earlier turns."
+            )
+        if data.get("sandboxNote"):
+            text += f"\n{data['sandboxNote']}"
+        return text
 
     def finish(self, reason: str, *, stop_reason: str = "stop", error: str = "") -> list[dict]:
         """The turn ended: the open segment, marked with how it ended (`stopReason` `aborted`

@@ -38,6 +38,7 @@ _JSON_KEYS = {
     "runtime": "runtime",
     "cwd": "cwd",
     "stream_to": "streamTo",
+    "resume_session_id": "resumeSessionId",
     "task_name": "taskName",
     "context": "context",
 }
@@ -74,6 +75,7 @@ class Flow:
     runtime: str | None = None  # spawn: "acp" for an ACP harness child (None: a sub-agent)
     cwd: str | None = None  # spawn, acp: the session's working directory (resolved)
     stream_to: str | None = None  # spawn, acp: "parent" also streams progress to the requester
+    resume_session_id: str | None = None  # spawn, acp: the ACP session to continue (session/load)
     task_name: str | None = None  # spawn: the taskName handle `subagents` targets (9.6 §4.4)
     context: str | None = None  # spawn: the context it actually started with, isolated | fork
 

@@ -102,6 +102,7 @@ class SpawnRequest:
     expects_completion: bool
     cwd: str | None = None
     stream_to: str | None = None
+    resume_session_id: str | None = None  # acp: the harness's ACP session to continue
     context: str = "isolated"
     task_name: str | None = None
     light_context: bool = False

@@ -139,6 +139,12 @@ DECLARATION = Declaration(
             describe='"parent"',
         ),
         String(
+            "resumeSessionId",
+            'runtime="acp": continue this ACP session of the harness (its session/load) instead '
+            "of starting a new one.",
+            max_length=200,
+        ),
+        String(
             "model",
             "Model for the sub-agent (overrides its default); one the target agent serves "
             "(agents_list shows them).",
@@ -285,6 +291,7 @@ class SpawnArgs:
     agentId: str | None
     cwd: str | None
     streamTo: str | None
+    resumeSessionId: str | None
     model: str | None
     thinking: str | None
     completionTarget: str | None
@@ -348,6 +355,7 @@ def read_request(args: Any) -> SpawnRequest:
         expects_completion=a.expectsCompletionMessage,
         cwd=a.cwd,
         stream_to=a.streamTo,
+        resume_session_id=a.resumeSessionId,
         context=a.context,
         task_name=task_name,
         light_context=a.lightContext,
@@ -385,6 +393,10 @@ def sessions_spawn(*, requester: Requester, args: dict[str, Any] | None) -> dict
         if request.stream_to is not None:
             raise SpawnRefused(
                 f"streamTo is only supported for runtime=acp; got runtime={request.runtime}"
+            )
+        if request.resume_session_id is not None:
+            raise SpawnRefused(
+                f"resumeSessionId is only supported for runtime=acp; got runtime={request.runtime}"
             )
         return start_spawn(plan_spawn(requester, request))
     except SpawnRefused as refused:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from sessions_app.acp.client import POOL
 from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV
 
 
@@ -13,3 +14,10 @@ from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV
 def deployment_lists(settings):
     settings.OPENCLAW_ACP_COMMANDS = ACP_COMMANDS
     settings.OPENCLAW_ACP_ENV = ACP_ENV
+
+
+@pytest.fixture(autouse=True)
+def no_warm_harness_outlives_its_test():
+    """Warm harness processes of this (test) process end with the test that started them."""
+    yield
+    POOL.shutdown()

@@ -7,6 +7,9 @@
 - files: the prompt is a JSON list of client requests (`{"read": path, "line"?, "limit"?}`,
   `{"write": path, "content": text}`, `{"terminal": command}`); it makes each and says what
   came back, as a JSON list (`{"ok": …}` or `{"error": code, "message": …}`);
+- resumable: announces loadSession; a loaded session replays "REPLAYED" (which the client must
+  not store again); each turn says its session id, how it got it and how many prompts the
+  session has had in this process;
 - slow: one chunk a second for a minute, honouring session/cancel (and noting it in a file);
   what it has said so far is in `said.txt` in its cwd (its text is stored only when the
   segment ends, so a test waits for this file instead).
@@ -22,7 +25,13 @@ import time
 from typing import Any
 
 from acp import PROTOCOL_VERSION, Agent, RequestError, run_agent, update_agent_message_text
-from acp.schema import InitializeResponse, NewSessionResponse, PromptResponse
+from acp.schema import (
+    AgentCapabilities,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+)
 
 HOW = sys.argv[1]
 
@@ -31,15 +40,32 @@ class Misbehaving(Agent):
     def __init__(self) -> None:
         self.client: Any = None
         self.cancelled = False
+        self.sessions: dict[str, list[str]] = {}  # id → how it came, then its prompts
 
     def on_connect(self, conn: Any) -> None:
         self.client = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        if HOW == "resumable":
+            return InitializeResponse(
+                protocol_version=PROTOCOL_VERSION,
+                agent_capabilities=AgentCapabilities(load_session=True),
+            )
         return InitializeResponse(protocol_version=PROTOCOL_VERSION)
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        if HOW == "resumable":
+            session_id = f"r{os.getpid()}-{len(self.sessions)}"
+            self.sessions[session_id] = ["new"]
+            return NewSessionResponse(session_id=session_id)
         return NewSessionResponse(session_id="s1")
+
+    async def load_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> LoadSessionResponse | None:
+        self.sessions[session_id] = ["loaded"]
+        await self.client.session_update(session_id, update_agent_message_text("REPLAYED"))
+        return LoadSessionResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled = True
@@ -75,6 +101,12 @@ class Misbehaving(Agent):
         if HOW == "files":
             requests = json.loads(prompt[0].text)
             await self.say(json.dumps([await self.ask(session_id, r) for r in requests]))
+            return PromptResponse(stop_reason="end_turn")
+        if HOW == "resumable":
+            self.sessions[session_id].append("prompt")
+            how, prompts = self.sessions[session_id][0], len(self.sessions[session_id]) - 1
+            text = f"{session_id} {how} prompt {prompts}"
+            await self.client.session_update(session_id, update_agent_message_text(text))
             return PromptResponse(stop_reason="end_turn")
         if HOW == "env":
             await self.say(json.dumps({"env": sorted(os.environ), "cwd": os.getcwd()}))

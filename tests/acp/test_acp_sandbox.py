@@ -125,7 +125,7 @@ def test_as_a_user_of_its_own_the_probe_reaches_nothing_of_the_worker(agent_main
     assert (shared_root / "b").stat().st_mode & 0o777 == 0o700
     started = Message.objects.get(session=run.session, extra__acp__event="started")
     assert started.extra["acp"]["uid"] == found["uid"]
-    assert f"uid {found['uid']})" in started.content[0]["text"]
+    assert f"uid {found['uid']}, new process" in started.content[0]["text"]
 
 
 @AS_ROOT

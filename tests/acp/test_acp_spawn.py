@@ -186,6 +186,7 @@ def test_operators_set_harnesses_over_the_config_api(operator, tmp_path):
         "env": [],
         "permissionMode": "deny",
         "startTimeoutSeconds": 30,
+        "warmSeconds": 300,
     }
 
 

@@ -566,6 +566,7 @@ def test_parameter_names_are_the_ones_the_tools_accept():
         "runtime",  # "subagent" | "acp" (docs/acp.md)
         "cwd",
         "streamTo",
+        "resumeSessionId",  # runtime="acp" (docs/acp.md)
         "context",  # 9.6 §4.4
         "taskName",
     }
