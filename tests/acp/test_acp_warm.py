@@ -13,11 +13,12 @@ import signal
 import pytest
 
 from sessions_app.acp.client import POOL
-from sessions_app.models import Message, Run, Session
+from sessions_app.models import ApiKey, Message, Run, Session
 from tests.acp.harness_fixtures import echo, misbehaving, register
-from tests.conftest import make_session
+from tests.acp.test_acp_live import gone
+from tests.conftest import make_agent, make_session
 from tests.runs.helpers import drain
-from tests.servers import wait_until
+from tests.servers import start_server, start_worker, wait_until
 
 TASK = "Hello there, this is the task text to echo back."
 
@@ -199,3 +200,57 @@ def test_warm_seconds_is_checked(operator, tmp_path):
     assert response.json()["error"]["message"] == (
         "acp.agents.echo.warmSeconds must be an integer from 0 to 86400"
     )
+
+
+# --- in a real worker ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        server = start_server()
+    yield server
+    server.stop()
+
+
+def invoke(server, token: str, tool: str, args: dict) -> dict:
+    response = server.request(
+        "POST", "/tools/invoke", body={"tool": tool, "args": args}, token=token
+    )
+    assert response.status == 200, response.body
+    return response.json()["result"]["details"]
+
+
+def finished(run_id) -> Run:
+    return wait_until(
+        lambda: Run.objects.filter(pk=run_id, status__in=[Run.OK, Run.ERROR]).first(), timeout=60
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_in_a_worker_a_follow_up_finds_the_warm_process_which_ends_with_the_worker(
+    server, tmp_path
+):
+    worker = start_worker(workers=1)  # one worker process: the follow-up lands where it ran
+    try:
+        make_agent("main")
+        make_session("main")
+        _, token = ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")
+        register(echo=echo(tmp_path))
+        accepted = invoke(server, token, "sessions_spawn", {"task": TASK, "runtime": "acp"})
+        assert finished(accepted["runId"]).status == Run.OK
+        child = Session.objects.get(key=accepted["childSessionKey"])
+        sent = invoke(
+            server,
+            token,
+            "sessions_send",
+            {"sessionKey": child.key, "message": "once more", "timeoutSeconds": 0},
+        )
+        again = finished(sent["runId"])
+        assert again.status == Run.OK and again.reply == "once more"
+        first, second = starts(child)
+        assert second["resumed"] == "warm" and second["pid"] == first["pid"]
+    finally:
+        worker.stop()
+    # Its stdin closed with the worker: the warm process is gone too.
+    wait_until(lambda: gone(first["pid"]), timeout=15)
