@@ -550,8 +550,9 @@ class HarnessProcess:
     async def _run(self) -> None:
         self._cancel = asyncio.Event()
         try:
-            # The cwd as the turn starts: the file system this turn serves stays this directory.
-            self.files = WorkingDirectory(self.cwd)
+            # The cwd as the turn starts: the file system this turn serves stays this directory;
+            # what it writes belongs to the harness's user, who may change it later (sandbox.py).
+            self.files = WorkingDirectory(self.cwd, owner=self.run_as.uid)
         except OSError as exc:
             raise HarnessFailed(f"the working directory cannot be used: {exc.strerror}") from None
         key = pool_key(self.harness, self.cwd, self.run_as)

@@ -10,7 +10,10 @@ away from other directories (its own user, a sandbox) must not reach them throug
 - the cwd itself must still be the directory the turn started in (its device and inode): a cwd
   renamed away and replaced by a symlink is refused;
 - only regular files with one link (no FIFO that would block the worker, no device, no hard
-  link to a file elsewhere), up to MAX_FILE_BYTES, as UTF-8 text.
+  link to a file elsewhere), up to MAX_FILE_BYTES, as UTF-8 text;
+- when the harness runs as a user of its own (sandbox.py, `owner`), what a write creates or
+  replaces, the file and any directory made for it, is given to that user: the worker writes as
+  root, and the harness must be able to change its files afterwards.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ class Refused(Exception):
 
 
 class WorkingDirectory:
-    def __init__(self, cwd: str):
+    def __init__(self, cwd: str, *, owner: int | None = None):
         self.root = os.path.realpath(cwd)
+        self.owner = owner  # the harness's uid (and gid), None: the worker's own user
         info = os.stat(self.root)
         self._identity = (info.st_dev, info.st_ino)
 
@@ -61,6 +65,7 @@ class WorkingDirectory:
             raise Refused(f"the content is larger than {MAX_FILE_BYTES} bytes")
         fd = self._open(path, os.O_WRONLY | os.O_CREAT, create_dirs=True)
         try:
+            self._own(fd)
             os.ftruncate(fd, 0)
             view = memoryview(data)
             while view:
@@ -117,12 +122,18 @@ class WorkingDirectory:
                         raise
                     os.mkdir(name, 0o777, dir_fd=directory)
                     child = os.open(name, _DIR_FLAGS, dir_fd=directory)
+                    self._own(child)
                 os.close(directory)
                 directory = child
             mode = flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
             return os.open(parts[-1], mode, 0o666, dir_fd=directory)
         finally:
             os.close(directory)
+
+    def _own(self, fd: int) -> None:
+        # By the open descriptor: whatever is at the path by now, this is the one we made.
+        if self.owner is not None:
+            os.fchown(fd, self.owner, self.owner)
 
 
 def _read_all(fd: int) -> bytes:

@@ -2,7 +2,8 @@
 
 `install()` returns the platform binary (`@zed-industries/codex-acp-<os>-<arch>/bin/codex-acp`,
 run directly: no node on the harness's PATH). It installs the pinned version into
-`$OPENCLAW_TEST_CACHE` (default `~/.cache/openclaw-tests`) under a file lock, so parallel test
+`$OPENCLAW_TEST_CACHE` (default `~/.cache/openclaw-tests`, or `/var/cache/openclaw-tests` for
+root with a home others cannot enter: see cache_dir) under a file lock, so parallel test
 runs (CI runs SQLite and PostgreSQL side by side) install it once; the install goes to a
 temporary directory renamed into place, so a run interrupted mid-install leaves nothing half
 there. When npm is missing or the registry cannot be reached, the test is skipped with the reason,
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from sessions_app.acp.sandbox import unreachable_part
+
 PACKAGE = "@zed-industries/codex-acp"
 VERSION = "0.16.0"
 # A model Codex knows (its bundled metadata: no warning in the reply, its usual tools); the
@@ -36,8 +39,17 @@ NPM_TIMEOUT = 600
 
 
 def cache_dir() -> Path:
+    """$OPENCLAW_TEST_CACHE, else ~/.cache/openclaw-tests, unless the tests run as root with a
+    home other users cannot enter (/root, mode 0700): the worker then runs the harness as a user
+    of its own (sessions_app/acp/sandbox.py), who could not run a binary kept there, so it goes
+    to /var/cache/openclaw-tests, which every user can reach."""
     configured = os.environ.get("OPENCLAW_TEST_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "openclaw-tests"
+    if configured:
+        return Path(configured)
+    home = Path.home()
+    if os.geteuid() == 0 and unreachable_part(str(home)) is not None:
+        return Path("/var/cache/openclaw-tests")
+    return home / ".cache" / "openclaw-tests"
 
 
 def _platform_package() -> str | None:

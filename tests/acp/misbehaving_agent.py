@@ -5,8 +5,10 @@
 - hang: never answers initialize;
 - env: says its environment variable names and its cwd, as JSON text;
 - files: the prompt is a JSON list of client requests (`{"read": path, "line"?, "limit"?}`,
-  `{"write": path, "content": text}`, `{"terminal": command}`); it makes each and says what
-  came back, as a JSON list (`{"ok": …}` or `{"error": code, "message": …}`);
+  `{"write": path, "content": text}`, `{"terminal": command}`, each for the turn's ACP session
+  or `"session"`'s) and of its own writes (`{"own": path, "content": text}`: appended by the
+  harness itself, as its user); it makes each and says what came back, as a JSON list
+  (`{"ok": …}` or `{"error": code or OSError name, "message": …}`); each session/new is a new id;
 - resumable: announces loadSession; a loaded session replays "REPLAYED" (which the client must
   not store again); each turn says its session id, how it got it and how many prompts the
   session has had in this process;
@@ -54,8 +56,8 @@ class Misbehaving(Agent):
         return InitializeResponse(protocol_version=PROTOCOL_VERSION)
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        if HOW == "resumable":
-            session_id = f"r{os.getpid()}-{len(self.sessions)}"
+        if HOW in ("resumable", "files"):
+            session_id = f"{HOW[0]}{os.getpid()}-{len(self.sessions)}"
             self.sessions[session_id] = ["new"]
             return NewSessionResponse(session_id=session_id)
         return NewSessionResponse(session_id="s1")
@@ -78,6 +80,14 @@ class Misbehaving(Agent):
             said.write(text)
 
     async def ask(self, session_id: str, request: dict) -> dict:
+        session_id = request.get("session", session_id)
+        if "own" in request:
+            try:
+                with open(request["own"], "a") as own:
+                    own.write(request["content"])
+            except OSError as exc:
+                return {"error": type(exc).__name__, "message": str(exc)}
+            return {"ok": "appended"}
         try:
             if "read" in request:
                 kwargs = {k: request[k] for k in ("line", "limit") if k in request}

@@ -7,7 +7,11 @@ the registry (a failure under OPENCLAW_REQUIRE_CODEX_ACP=1)."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
@@ -74,17 +78,31 @@ def main_agent() -> dict:
 
 
 @pytest.fixture
-def world(server, codex, fake, settings, tmp_path, two_agents, main_token):
+def shared_tmp():
+    """Where the harness works and keeps its state. Run as root, the worker starts Codex as a
+    user of its own (sessions_app/acp/sandbox.py, the deployment's default), who must be able to
+    walk to its cwd by its absolute path (pytest's tmp dirs are 0700) and write in CODEX_HOME
+    (its uid is handed out when it starts: the directory is open to all, as /tmp is)."""
+    base = Path(tempfile.mkdtemp(prefix="acp-codex-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def world(server, codex, fake, settings, shared_tmp, two_agents, main_token):
     # Particular: the deployment's lists let codex-acp run (here, the server and the worker),
     # and the worker's environment has the CODEX_HOME the harness's `env` passes on.
     settings.OPENCLAW_ACP_COMMANDS = codex["commands"]
     settings.OPENCLAW_ACP_ENV = codex["names"]
+    tmp_path = shared_tmp
     root = tmp_path / "workspaces"
     project = root / "project"
     project.mkdir(parents=True)
     (project / "notes.txt").write_text(NOTES)
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir()
+    codex_home.chmod(0o1777)
     worker = start_worker(workers=2, env={**codex["env"], "CODEX_HOME": str(codex_home)})
     yield {
         "server": server,
@@ -176,6 +194,11 @@ def test_a_codex_child_reads_and_writes_in_its_cwd_asks_and_the_parent_hears(wor
     assert fake.pending == 0 and len(fake.posts()) == 3  # and nothing else was asked
     # Codex kept its state where CODEX_HOME (passed by the harness's env list) says.
     assert (world["codex_home"] / "sessions").is_dir()
+    # As root, the worker ran it as the user of its cwd (sandbox.py), who wrote answer.txt.
+    start = Message.objects.get(session__key=key, extra__acp__event="started").extra["acp"]
+    if os.geteuid() == 0:
+        assert start["uid"] == project.stat().st_uid != 0
+        assert (project / "answer.txt").stat().st_uid == start["uid"]
 
     messages = history(world, key)
     summary = [

@@ -146,3 +146,97 @@ def test_a_harness_reads_and_writes_in_its_cwd_and_is_refused_elsewhere(agent_ma
         f"Refused fs/write_text_file: {cwd / '..' / 'escaped.txt'} {outside}",
     ]
     assert Message.objects.filter(session=run.session, role="assistant").count() == 1
+
+
+# --- with a harness user of its own (sandbox.py) and warm processes (client.py's Pool) -------
+
+AS_ROOT = pytest.mark.skipif(
+    os.geteuid() != 0, reason="a harness gets a user of its own only from a worker run as root"
+)
+
+
+def started(session) -> dict:
+    row = Message.objects.filter(session=session, extra__acp__event="started").order_by("seq")
+    return row.last().extra["acp"]
+
+
+def turn(api, requests: list[dict], **args) -> Run:
+    result = api.details("sessions_spawn", {"task": json.dumps(requests), "runtime": "acp", **args})
+    assert result["status"] == "accepted", result
+    drain()
+    run = Run.objects.get(pk=result["runId"])
+    assert run.status == Run.OK, run.error
+    return run
+
+
+@AS_ROOT
+def test_what_the_worker_writes_as_root_is_given_to_the_user_the_harness_runs_as(cwd):
+    files = WorkingDirectory(str(cwd), owner=2_000_999_999)
+    files.write_text(str(cwd / "new" / "er" / "out.txt"), "x")
+    files.write_text(str(cwd / "notes.txt"), "replaced")  # was root's
+    for path in (
+        cwd / "new",
+        cwd / "new" / "er",
+        cwd / "new" / "er" / "out.txt",
+        cwd / "notes.txt",
+    ):
+        assert (path.stat().st_uid, path.stat().st_gid) == (2_000_999_999, 2_000_999_999), path
+
+
+@AS_ROOT
+def test_a_sandboxed_harness_can_change_the_files_it_had_the_client_write(agent_main, cwd):
+    """The worker serves fs/write_text_file as root; the harness runs as the user of its cwd.
+    What the client wrote (and the directories it made) is that user's, so the harness, in its
+    next turn in the same warm process, appends to it itself."""
+    make_session("main")
+    register(echo=misbehaving(cwd, "files"))
+    made = cwd / "sub" / "made.txt"
+    run = turn(agent_main, [{"write": str(made), "content": "by the client\n"}])
+    assert json.loads(run.reply) == [{"ok": "written"}]
+    uid = started(run.session)["uid"]
+    assert uid is not None and uid != 0
+    assert made.stat().st_uid == uid and (cwd / "sub").stat().st_uid == uid
+    sent = agent_main.details(
+        "sessions_send",
+        {
+            "sessionKey": run.session.key,
+            "message": json.dumps([{"own": "sub/made.txt", "content": "by the harness\n"}]),
+            "timeoutSeconds": 0,
+        },
+    )
+    assert sent["status"] == "accepted", sent
+    drain()
+    again = Run.objects.filter(session=run.session, kind="send").get()
+    assert again.status == Run.OK, again.error
+    assert started(run.session)["resumed"] == "warm"
+    assert json.loads(again.reply) == [{"ok": "appended"}]
+    assert made.read_text() == "by the client\nby the harness\n"
+
+
+def test_in_a_warm_process_a_file_request_must_name_the_session_of_the_running_turn(
+    agent_main, cwd
+):
+    """Two children working in one directory share a warm process, which holds both ACP
+    sessions; while it serves B's turn, a request naming A's session is refused (it has no turn
+    running), and B's own requests are served in B's turn's cwd."""
+    make_session("main")
+    register(echo=misbehaving(cwd, "files"))
+    first = turn(agent_main, [{"write": str(cwd / "a.txt"), "content": "A"}])
+    a = started(first.session)
+    second = turn(
+        agent_main,
+        [
+            {"read": str(cwd / "a.txt"), "session": a["sessionId"]},
+            {"write": str(cwd / "a.txt"), "content": "B", "session": a["sessionId"]},
+            {"read": str(cwd / "a.txt")},
+        ],
+    )
+    b = started(second.session)
+    assert b["pid"] == a["pid"] and b["warm"] is True and b["sessionId"] != a["sessionId"]
+    no_turn = f"session {a['sessionId']!r} has no turn running"
+    assert json.loads(second.reply) == [
+        {"error": -32602, "message": no_turn},
+        {"error": -32602, "message": no_turn},
+        {"ok": "A"},
+    ]
+    assert (cwd / "a.txt").read_text() == "A"
