@@ -37,12 +37,14 @@ import atexit
 import collections
 import concurrent.futures
 import contextlib
+import ctypes
 import hashlib
 import json
 import logging
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -64,6 +66,19 @@ from .harnesses import Harness, HarnessError
 from .sandbox import RunAs
 
 log = logging.getLogger("openclaw.acp")
+
+# A harness that does not end when its stdin closes (codex-acp) outlived a worker killed or
+# terminated without Python's exit hooks (the pool's atexit shutdown): the kernel ends it with
+# the worker instead. Set in the child before exec, after its user is changed (a change of user
+# clears it). The pool's thread, which starts every harness, lives as long as the worker.
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with_the_worker() -> None:
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
 
 CANCEL_GRACE_SECONDS = 3.0  # after session/cancel, how long the harness may take to stop
 EXIT_GRACE_SECONDS = 1.0  # after stdin closes, before SIGTERM (then as long before SIGKILL)
@@ -253,6 +268,7 @@ class Connection:
                 env=self.harness.environment(),
                 cwd=self.cwd,
                 start_new_session=True,
+                preexec_fn=_end_with_the_worker,
                 limit=STDOUT_LIMIT,
                 **self.run_as.popen_kwargs(),
             )

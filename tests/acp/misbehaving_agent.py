@@ -4,6 +4,7 @@
 - garbage: a correct start, then, in the turn, one chunk and a line that is not JSON;
 - hang: never answers initialize;
 - env: says its environment variable names and its cwd, as JSON text;
+- stubborn: as env, and it does not end when its stdin closes (as codex-acp);
 - files: the prompt is a JSON list of client requests (`{"read": path, "line"?, "limit"?}`,
   `{"write": path, "content": text}`, `{"terminal": command}`, each for the turn's ACP session
   or `"session"`'s) and of its own writes (`{"own": path, "content": text}`: appended by the
@@ -118,7 +119,7 @@ class Misbehaving(Agent):
             text = f"{session_id} {how} prompt {prompts}"
             await self.client.session_update(session_id, update_agent_message_text(text))
             return PromptResponse(stop_reason="end_turn")
-        if HOW == "env":
+        if HOW in ("env", "stubborn"):
             await self.say(json.dumps({"env": sorted(os.environ), "cwd": os.getcwd()}))
             return PromptResponse(stop_reason="end_turn")
         await self.say("partial output before trouble")
@@ -141,3 +142,5 @@ if HOW == "hang":
     time.sleep(600)
 else:
     asyncio.run(run_agent(Misbehaving()))
+    if HOW == "stubborn":
+        time.sleep(600)  # as codex-acp: its stdin closed, it stays

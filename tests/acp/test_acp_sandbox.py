@@ -31,6 +31,11 @@ AS_ROOT = pytest.mark.skipif(
     os.geteuid() != 0, reason="a harness gets a user of its own only from a worker run as root"
 )
 SQLITE_HEADER = "SQLite format 3"
+# These two try the SQLite file and var/secret_key, which a server database and SECRET_KEY
+# replace; the real worker's test below tries a worker with SECRET_KEY and DATABASE_URL.
+ON_SQLITE = pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="tries the SQLite database file and var/secret_key"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -83,6 +88,7 @@ def setup_world(root: Path) -> None:
 
 
 @AS_ROOT
+@ON_SQLITE
 def test_unsandboxed_the_probe_reads_every_secret(agent_main, shared_root, settings):
     """The control: as the worker's own user the probe gets all it tries, so the next test's
     refusals are the sandbox's doing, not the probe's failing."""
@@ -104,6 +110,7 @@ def test_unsandboxed_the_probe_reads_every_secret(agent_main, shared_root, setti
 
 
 @AS_ROOT
+@ON_SQLITE
 def test_as_a_user_of_its_own_the_probe_reaches_nothing_of_the_worker(agent_main, shared_root):
     make_session("main")
     setup_world(shared_root)

@@ -254,3 +254,22 @@ def test_in_a_worker_a_follow_up_finds_the_warm_process_which_ends_with_the_work
         worker.stop()
     # Its stdin closed with the worker: the warm process is gone too.
     wait_until(lambda: gone(first["pid"]), timeout=15)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_harness_that_outstays_its_stdin_ends_with_a_killed_worker(server, tmp_path):
+    """A worker killed (SIGKILL: no exit hooks run) takes its warm harnesses with it, even one
+    that does not end when its stdin closes (client._end_with_the_worker)."""
+    worker = start_worker(workers=1)
+    try:
+        make_agent("main")
+        make_session("main")
+        _, token = ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")
+        register(stubborn=misbehaving(tmp_path, "stubborn"), default="stubborn")
+        accepted = invoke(server, token, "sessions_spawn", {"task": TASK, "runtime": "acp"})
+        assert finished(accepted["runId"]).status == Run.OK
+        (first,) = starts(Session.objects.get(key=accepted["childSessionKey"]))
+        assert not gone(first["pid"])  # kept warm
+    finally:
+        worker.kill()
+    wait_until(lambda: gone(first["pid"]), timeout=15)
