@@ -18,9 +18,10 @@ of its own working directory:
   cannot read; var/ (the SQLite database, the secret key, the uid registry) and the SQLite
   database file are made private to the worker first (go-rwx).
 
-A worker that is not root cannot do that. By default (`auto`) it then refuses to start a
-harness in production mode (a server DATABASE_URL); on the embedded SQLite default (a developer's
-`make run`) it runs the harness as its own user and says so in the child's transcript. `uid`
+A worker that is not root cannot do that, nor can a root worker start a program other users
+cannot reach (a Python under /root). By default (`auto`) it then refuses to start the harness in
+production mode (a server DATABASE_URL); on the embedded SQLite default (a developer's `make
+run`) it runs the harness as its own user and says so in the child's transcript. `uid`
 always asks for the separate user (a worker that is not root refuses); `none` always runs a
 harness as the worker's own user: an explicit choice to trust every allowed harness with the
 worker's secrets.
@@ -112,6 +113,18 @@ def run_as_for(harness: Harness, cwd: str) -> RunAs:
         program = None  # not on the PATH: the start says so, as without a sandbox
     blocked = unreachable_part(program) if program else None
     if blocked:
+        if chosen == "auto" and not _production():
+            # The embedded demo as root (`make run` in a root shell, whose Python is often under
+            # /root): the harness runs, and its transcript says what that costs.
+            return RunAs(
+                None,
+                note=(
+                    f"This harness runs as the worker's own user: its command {program} is not "
+                    f"open to other users ({blocked}), so it could not run as a user of its own, "
+                    "and it could read the worker's environment and files. Install it where "
+                    "every user can run it (OPENCLAW_ACP_SANDBOX, docs/acp.md)."
+                ),
+            )
         raise HarnessError(
             f'ACP harness "{harness_id}" was not started: it runs as a user of its own, which '
             f"cannot run its command {program}: {blocked} is not open to other users (their x "

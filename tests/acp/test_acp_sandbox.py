@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -163,6 +164,7 @@ def test_a_command_other_users_cannot_reach_is_refused_with_the_reason(
     agent_main, shared_root, tmp_path, settings
 ):
     """pytest's tmp dirs are 0700: a harness user could not start a program kept there."""
+    settings.OPENCLAW_ACP_SANDBOX = "uid"  # (auto runs it unsandboxed on the embedded demo)
     script = tmp_path / "agent.sh"
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
@@ -178,6 +180,31 @@ def test_a_command_other_users_cannot_reach_is_refused_with_the_reason(
         f"command {script}"
     )
     assert f"{tmp_path.parents[1]} is not open to other users" in run.error
+
+
+@AS_ROOT
+def test_on_the_embedded_demo_an_unreachable_command_runs_as_the_worker_and_says_so(
+    agent_main, shared_root, tmp_path, settings
+):
+    """`make run` in a root shell: its Python is under /root, which no harness user can enter."""
+    script = tmp_path / "agent.py"
+    script.write_text((Path(__file__).parent / "misbehaving_agent.py").read_text())
+    settings.OPENCLAW_ACP_COMMANDS = [*settings.OPENCLAW_ACP_COMMANDS, (sys.executable,)]
+    make_session("main")
+    register(
+        env={"command": sys.executable, "args": [str(script), "env"], "cwdRoot": str(shared_root)},
+        default="env",
+    )
+    result = agent_main.details("sessions_spawn", {"task": "x", "runtime": "acp"})
+    drain()
+    run = Run.objects.get(pk=result["runId"])
+    if connection.vendor != "sqlite":
+        assert run.status == Run.ERROR and "is not open to other users" in run.error
+        return
+    assert run.status == Run.OK, run.error
+    started = Message.objects.get(session=run.session, extra__acp__event="started")
+    assert "uid" not in started.extra["acp"]
+    assert "runs as the worker's own user" in json.dumps(started.content)
 
 
 def test_a_worker_that_is_not_root_refuses_unless_told(settings, shared_root, monkeypatch):
