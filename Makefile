@@ -4,6 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 PYTEST_ARGS ?=
+# The suite mostly waits (servers starting, workers, timeouts), so it runs in parallel workers,
+# more than the cores (docs/testing.md has the figures). PYTEST_WORKERS=0 (or PYTEST_ARGS="-n0
+# ...") runs it in this one process.
+PYTEST_WORKERS ?= 4
 # `make run` is a local demo: its backends and webhooks may reach this machine (a local model
 # server such as Ollama or LM Studio). A deployment sets its own list, or none (README).
 OUTBOUND_ALLOW ?= 127.0.0.1,::1,localhost
@@ -44,8 +48,10 @@ run: $(VENV)/.installed
 	@$(call quietly,$(RUN_LOG),Migrating the database and loading the demo,$(PY) manage.py seed_demo --migrate)
 	@OPENCLAW_OUTBOUND_ALLOW="$${OPENCLAW_OUTBOUND_ALLOW-$(OUTBOUND_ALLOW)}" PORT=$(PORT) $(PY) manage.py serve --demo-login
 
+# `--dist load` hands the tests out in pytest-django's order (the transactional tests, whose
+# flush removes what the migrations made, after all the others), so each worker keeps it.
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist load $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check .

@@ -3,6 +3,7 @@
 - DATABASE_URL: absent → SQLite under var/ (WAL, IMMEDIATE transactions, busy timeout);
   postgres://… → PostgreSQL.
 - REDIS_URL: absent → in-process channel layer; redis://… → the Redis channel layer.
+  OPENCLAW_REDIS_PREFIX (default "openclaw"): what its channel groups and task queue are named.
 - Q_BROKER: "orm" (default, at-least-once) or "redis" (needs REDIS_URL).
 - SECRET_KEY: required with a server DATABASE_URL (production: not sqlite://); on the embedded default a random key is
   made on first start and kept in VAR_DIR/secret_key (mode 0600).
@@ -20,7 +21,13 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from openclaw_site import test_workers
+
 BASE_DIR = Path(__file__).resolve().parent.parent
+TESTING = "pytest" in sys.modules or (len(sys.argv) > 1 and sys.argv[1] == "test")
+if TESTING:
+    # A parallel test run's worker: its own var/, Redis database and prefix (test_workers.py).
+    test_workers.isolate(os.environ, BASE_DIR / "var")
 VAR_DIR = Path(os.environ.get("OPENCLAW_VAR_DIR", BASE_DIR / "var"))
 # Where retention's cold storage writes transcripts (session.maintenance.coldStorage).
 COLD_STORAGE_DIR = Path(os.environ.get("OPENCLAW_COLD_DIR", VAR_DIR / "cold"))
@@ -37,8 +44,6 @@ def _env_bool(name: str, default: bool) -> bool:
 def _env_list(name: str, default: str) -> list[str]:
     return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
 
-
-TESTING = "pytest" in sys.modules or (len(sys.argv) > 1 and sys.argv[1] == "test")
 
 
 def stored_secret_key(path: Path) -> str:
@@ -242,6 +247,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels and the task queue -----------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+# What this deployment's Redis keys and channels begin with (the channel layer's groups, the
+# task queue's name): two deployments, or parallel test workers, may share one Redis.
+REDIS_PREFIX = os.environ.get("OPENCLAW_REDIS_PREFIX", "openclaw").strip() or "openclaw"
 if REDIS_URL:
     # Live-update hints (sessions_app/live) are the only traffic: a group_send is one PUBLISH
     # on a kept connection with the pub/sub layer, where the core layer writes into every
@@ -249,7 +257,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": "openclaw"},
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": REDIS_PREFIX},
         }
     }
 else:
@@ -257,7 +265,7 @@ else:
 
 Q_BROKER = os.environ.get("Q_BROKER", "orm").strip().lower()
 Q_CLUSTER = {
-    "name": "openclaw",
+    "name": REDIS_PREFIX,
     "workers": int(os.environ.get("Q_WORKERS", "2")),
     # stack.md §2.1: timeout must stay below retry, or a long task is handed out twice;
     # max_attempts bounds retries of a task that keeps failing.
