@@ -45,7 +45,6 @@ def _env_list(name: str, default: str) -> list[str]:
     return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
 
 
-
 def stored_secret_key(path: Path) -> str:
     """The embedded default's key: made once, kept beside the database, readable by its owner
     only. Two processes starting together (web and worker) agree: the file appears whole
