@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # The suite mostly waits (servers starting, workers, timeouts), so it runs in parallel workers,
 # more than the cores (docs/testing.md has the figures). PYTEST_WORKERS=0 (or PYTEST_ARGS="-n0
 # ...") runs it in this one process.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 3
 # `make run` is a local demo: its backends and webhooks may reach this machine (a local model
 # server such as Ollama or LM Studio). A deployment sets its own list, or none (README).
 OUTBOUND_ALLOW ?= 127.0.0.1,::1,localhost
