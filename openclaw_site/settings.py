@@ -416,6 +416,10 @@ OPENCLAW_API_UNCHECKED_LIMIT = int(os.environ.get("OPENCLAW_API_UNCHECKED_LIMIT"
 # A request finding one of those counts full waits at the door this long for a place (when
 # fewer wait than the count has places), then 429.
 OPENCLAW_API_QUEUE_SECONDS = float(os.environ.get("OPENCLAW_API_QUEUE_SECONDS", "5"))
+# Threads per web process for the database steps of the async API views (openclaw_site/
+# middleware.ApiHandler): long-lived, shared by their requests (each step hands its connection
+# back), instead of a new thread per request.
+OPENCLAW_API_THREADS = int(os.environ.get("OPENCLAW_API_THREADS", "32"))
 # Pages, the admin, the browser and static files (everything the door above does not see):
 # requests in flight per web process in each of three counts (no session cookie, a cookie not
 # yet seen signed in, a signed-in user's); the next is a 429 before Django

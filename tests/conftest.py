@@ -133,6 +133,10 @@ def _fresh_limits(settings):
     # The per-source failure counts live in this process's memory: every test comes from
     # 127.0.0.1, and the suite's hundreds of 401s would otherwise lock it out.
     source_limit.forget()
+    # The API keys this process has read and their noted uses (key ids repeat after a flush).
+    from sessions_app.access import key_cache
+
+    key_cache.forget()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from openclaw_common import keys
 from openclaw_common.errors import AccessDenied, InvalidArgument, Unauthenticated
 
 from ..models import Agent, ApiKey, GatewayConfig, Session
+from . import key_cache
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -26,12 +27,23 @@ def bearer_token(header: str | None) -> str | None:
 
 
 def authenticate(authorization: str | None) -> ApiKey:
-    """The usable API key an `Authorization` header carries. Raises Unauthenticated."""
+    """The usable API key an `Authorization` header carries (from this process's cache while
+    nothing changed, access/key_cache.py). Raises Unauthenticated."""
     token = bearer_token(authorization)
-    api_key = ApiKey.authenticate(token) if token else None
+    api_key = key_cache.authenticate(token) if token else None
     if api_key is None:
         raise Unauthenticated()
     return api_key
+
+
+def authenticate_cached(authorization: str | None) -> ApiKey | None:
+    """authenticate() when this process can answer without the database: the key, or None
+    when only the database can tell. Raises Unauthenticated for what is no key at all."""
+    token = bearer_token(authorization)
+    found = key_cache.cached(token) if token else None
+    if found is None:
+        raise Unauthenticated()
+    return found if isinstance(found, ApiKey) else None
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from openclaw_common.errors import Unauthenticated
 
 from ..access import source_limit
 from ..access.identity import authenticate as identity_authenticate
+from ..access.identity import authenticate_cached as identity_authenticate_cached
 from ..models import ApiKey
 from . import ratelimit
 
@@ -311,14 +312,26 @@ async def _wait_for_ticket(authorization: str | None, source: str | None) -> Tic
 def authenticate(authorization: str | None, scope: dict | None) -> ApiKey:
     """identity.authenticate for a request that came through the door (`scope`: its ASGI
     scope, None elsewhere), telling the door's ticket how the lookup went."""
+    api_key = _told(scope, identity_authenticate, authorization)
+    assert api_key is not None  # identity.authenticate raises instead
+    return api_key
+
+
+def authenticate_cached(authorization: str | None, scope: dict | None) -> ApiKey | None:
+    """identity.authenticate_cached likewise: None (the ticket not told yet) when only the
+    database can tell."""
+    return _told(scope, identity_authenticate_cached, authorization)
+
+
+def _told(scope: dict | None, lookup, authorization: str | None) -> ApiKey | None:
     ticket = (scope or {}).get(TICKET)
     try:
-        api_key = identity_authenticate(authorization)
+        api_key = lookup(authorization)
     except Unauthenticated:
         if isinstance(ticket, Ticket):
             ticket.checked(False)
         raise
-    if isinstance(ticket, Ticket):
+    if api_key is not None and isinstance(ticket, Ticket):
         ticket.checked(True)
     return api_key
 

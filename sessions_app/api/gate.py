@@ -29,6 +29,26 @@ from ..models import ApiKey
 from . import door, ratelimit
 
 
+def admit_cached(
+    authorization: str | None, scope: dict | None = None, *, source: str | None
+) -> ApiKey | None:
+    """admit() when it needs no database: the key is in this process's cache
+    (access/key_cache.py) and the rate is counted in this process's memory. So an async view
+    admits on the event loop, without a hand-off to a thread (issue 26). None: call admit()
+    (in a thread). Raises as admit() does."""
+    if not ratelimit.rate_counted_here():
+        return None
+    check_source(authorization, source)
+    try:
+        api_key = door.authenticate_cached(authorization, scope)
+    except Unauthenticated:
+        source_limit.failed(source)
+        raise
+    if api_key is not None:
+        ratelimit.check_rate(api_key.pk)
+    return api_key
+
+
 def admit(authorization: str | None, scope: dict | None = None, *, source: str | None) -> ApiKey:
     """The key a request speaks as, counted against its rate. `scope`: the ASGI scope of a
     request that came through the door (its ticket learns how the lookup went). `source`: the

@@ -221,8 +221,11 @@ def endpoint(*methods: str, invalid_type: str | None = None):
                 async with ratelimit.before_auth(authorization, held=held) as busy:  # 429
                     if busy is not None:
                         return busy
-                    request.api_key = await db_step(gate.admit)(  # 401, 429
-                        authorization, scope, source=source_of_request(request)
+                    # 401, 429; from the process's cache on the event loop when it can be
+                    source = source_of_request(request)
+                    api_key = gate.admit_cached(authorization, scope, source=source)
+                    request.api_key = api_key or await db_step(gate.admit)(
+                        authorization, scope, source=source
                     )
                     async with ratelimit.in_flight(request.api_key) as refused:  # 429
                         if refused is not None:

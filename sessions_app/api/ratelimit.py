@@ -28,6 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 from django.http import HttpResponse
 
 from openclaw_common.errors import ToolError
@@ -52,6 +53,18 @@ def _setting(name: str, default: int) -> int:
     return int(getattr(settings, name, default))
 
 
+def _limits_cache():
+    return caches[getattr(settings, "OPENCLAW_LIMITS_CACHE", "default")]
+
+
+def rate_counted_here() -> bool:
+    """Whether check_rate() does no I/O (the counters are in this process's memory), so it may
+    run on the event loop."""
+    return _setting("OPENCLAW_API_RATE_LIMIT", DEFAULT_RATE_LIMIT) <= 0 or isinstance(
+        _limits_cache(), LocMemCache
+    )
+
+
 def check_rate(api_key_id: int, *, now: float | None = None) -> None:
     """Count one request of the key; raise RateLimited past the window's limit."""
     limit = _setting("OPENCLAW_API_RATE_LIMIT", DEFAULT_RATE_LIMIT)
@@ -60,7 +73,7 @@ def check_rate(api_key_id: int, *, now: float | None = None) -> None:
     window = max(1, _setting("OPENCLAW_API_RATE_WINDOW_SECONDS", DEFAULT_RATE_WINDOW_SECONDS))
     now = time.time() if now is None else now
     index = int(now // window)
-    cache = caches[getattr(settings, "OPENCLAW_LIMITS_CACHE", "default")]
+    cache = _limits_cache()
     counter = f"openclaw:rate:{api_key_id}:{index}"
     cache.add(counter, 0, timeout=window + 1)
     try:

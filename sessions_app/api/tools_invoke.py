@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.http import HttpResponse
+
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import InvalidArgument, Refusal
 
 from .. import store
 from ..lib.args import closed
-from ..lib.jsontext import dumps_pretty
+from ..lib.jsontext import dumps_bytes, dumps_pretty, dumps_pretty_bytes
 from ..tools import TOOLS
 from . import http
 
@@ -35,6 +37,24 @@ def tool_result(details: dict) -> dict:
     status_text = details.get("statusText")
     text = status_text if isinstance(status_text, str) else dumps_pretty(details)
     return {"ok": True, "result": {"content": [{"type": "text", "text": text}], "details": details}}
+
+
+def tool_result_bytes(details: dict) -> bytes:
+    """tool_result() as the response's bytes, the details encoded once (issue 26): the text is
+    their two-space indented JSON, and the same bytes are the `details` member (whitespace
+    between JSON tokens changes no value), instead of encoding them again compact."""
+    pretty = dumps_pretty_bytes(details)
+    status_text = details.get("statusText")
+    text = status_text if isinstance(status_text, str) else pretty.decode()
+    return b"".join(
+        (
+            b'{"ok":true,"result":{"content":[{"type":"text","text":',
+            dumps_bytes(text),
+            b'}],"details":',
+            pretty,
+            b"}}",
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -108,4 +128,4 @@ async def tools_invoke(request):
         )
     except Refusal as exc:
         details = {"status": exc.status, "error": exc.message}
-    return http.json_response(tool_result(details))
+    return HttpResponse(tool_result_bytes(details), content_type="application/json")

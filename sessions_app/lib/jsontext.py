@@ -24,10 +24,15 @@ def dumps_bytes(value: Any) -> bytes:
 
 def dumps_pretty(value: Any) -> str:
     """Two-space indented JSON, as OpenClaw puts the details in a tool result's text."""
+    return dumps_pretty_bytes(value).decode()
+
+
+def dumps_pretty_bytes(value: Any) -> bytes:
+    """dumps_pretty() as UTF-8 bytes."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except TypeError:
-        return _valid_unicode(json.dumps(value, indent=2, ensure_ascii=False))
+        return _valid_unicode(json.dumps(value, indent=2, ensure_ascii=False)).encode()
 
 
 # A surrogate code point in a Python str is always unpaired (a pair decodes to one code point):

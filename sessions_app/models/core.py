@@ -10,6 +10,7 @@ import hashlib
 import secrets
 import time
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from django.db import models, transaction
@@ -21,6 +22,7 @@ from openclaw_common import keys
 
 from ..lib import rawsql
 from ..lib.hints import session_changed
+from ..lib.shared_version import ACCESS
 from .fields import TranscriptJSONField
 
 
@@ -36,6 +38,52 @@ def new_session_id() -> str:
     return str(uuid.uuid4())
 
 
+# --- Who may call, as what: keys, agents, settings ------------------------------------------
+
+
+class AccessQuerySet(models.QuerySet):
+    """Writes of the rows an API request's caller is read from (API keys, agents, the gateway
+    settings), which every process caches (access/key_cache.py): each write moves the shared
+    version (lib/shared_version.ACCESS), so every process reads them again on its next request.
+    The models' save() and delete() do the same; a write that bypasses both (SQL by hand) is
+    seen within key_cache.MAX_AGE_SECONDS."""
+
+    QUIET_FIELDS: frozenset[str] = frozenset()  # updates of these alone change no access
+
+    def update(self, **kwargs):
+        if not set(kwargs) <= self.QUIET_FIELDS:
+            ACCESS.changed()
+        return super().update(**kwargs)
+
+    update.alters_data = True  # type: ignore[attr-defined]
+
+    def delete(self):
+        ACCESS.changed()
+        return super().delete()
+
+    delete.alters_data = True  # type: ignore[attr-defined]
+    delete.queryset_only = True  # type: ignore[attr-defined]
+
+    def bulk_create(self, *args, **kwargs):
+        ACCESS.changed()
+        return super().bulk_create(*args, **kwargs)
+
+
+class AccessModel(models.Model):
+    """See AccessQuerySet."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        ACCESS.changed()
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        ACCESS.changed()
+        return super().delete(*args, **kwargs)
+
+
 # --- Gateway settings -----------------------------------------------------------------------
 
 
@@ -44,7 +92,7 @@ def default_acp_allowed_agents() -> list[str]:
     return ["echo"]
 
 
-class GatewayConfig(models.Model):
+class GatewayConfig(AccessModel):
     """The one editable row of gateway settings (api.md §5); `config.py` maps them to OpenClaw names."""
 
     SCOPES = [("per-sender", "per-sender"), ("global", "global")]
@@ -93,6 +141,8 @@ class GatewayConfig(models.Model):
     session_maintenance = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = AccessQuerySet.as_manager()
+
     class Meta:
         verbose_name = "gateway settings"
         verbose_name_plural = "gateway settings"
@@ -118,7 +168,11 @@ class GatewayConfig(models.Model):
 # --- Agents ---------------------------------------------------------------------------------
 
 
-class Agent(models.Model):
+class AgentQuerySet(AccessQuerySet):
+    pass
+
+
+class Agent(AccessModel):
     """One entry of OpenClaw's `agents.list[]`."""
 
     id = models.CharField(primary_key=True, max_length=64)
@@ -146,6 +200,8 @@ class Agent(models.Model):
     models_refreshed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = AgentQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -815,12 +871,14 @@ class Run(models.Model):
 # --- API keys -------------------------------------------------------------------------------
 
 
-class ApiKeyQuerySet(models.QuerySet):
+class ApiKeyQuerySet(AccessQuerySet):
+    QUIET_FIELDS = frozenset({"last_used_at"})
+
     def usable(self):
         return self.filter(revoked_at__isnull=True)
 
 
-class ApiKey(models.Model):
+class ApiKey(AccessModel):
     """A hashed API key with a scope (api.md §4). The plaintext is shown once, at creation."""
 
     OPERATOR, INGEST, AGENT = "operator", "ingest", "agent"
@@ -877,19 +935,23 @@ class ApiKey(models.Model):
     _settings_read: tuple[GatewayConfig, str, bool | None] | None = None
 
     @classmethod
-    def authenticate(cls, plaintext: str) -> ApiKey | None:
-        """The usable key `plaintext` names, or None. Read from the database on every call (a
-        revoked key fails at once), with its agent, the gateway settings and the default agent's
-        sandbox flag in the same statement: every request needs them next, and three ORM
-        statements cost several times the one plain one (BENCHMARKS.md, issue 18)."""
+    def parse(cls, plaintext: str) -> tuple[str, str] | None:
+        """(lookup, secret) of a key's plaintext, or None when it is not one."""
         parts = plaintext.strip().split("_", 2)
         if len(parts) != 3 or parts[0] != cls.PREFIX:
             return None
-        key = _key_with_settings(parts[1])
-        if key is None or not secrets.compare_digest(key.secret_hash, cls.hash_secret(parts[2])):
-            return None
-        key.touch()
-        return key
+        return parts[1], parts[2]
+
+    @classmethod
+    def find_usable(cls, lookup: str) -> ApiKey | None:
+        """The unrevoked key with this lookup, with its agent, the gateway settings and the
+        default agent's sandbox flag read in the same statement (take_settings): every request
+        needs them next, and three ORM statements cost several times the one plain one
+        (BENCHMARKS.md, issue 18). The secret is not checked here."""
+        return _key_with_settings(lookup)
+
+    def secret_matches(self, secret: str) -> bool:
+        return secrets.compare_digest(self.secret_hash, self.hash_secret(secret))
 
     def take_settings(self) -> tuple[GatewayConfig, str, bool | None] | None:
         """(settings, default agent id, its sandboxed flag or None if there is no such agent)
@@ -897,15 +959,16 @@ class ApiKey(models.Model):
         read, self._settings_read = self._settings_read, None
         return read
 
-    def touch(self) -> None:
-        now = timezone.now()
-        if (
-            self.last_used_at
-            and (now - self.last_used_at).total_seconds() < self.TOUCH_EVERY_SECONDS
-        ):
-            return
-        ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
-        self.last_used_at = now
+    @classmethod
+    def stamp_used(cls, pks: list[int], now) -> int:
+        """Record that the keys `pks` were used at `now`: one UPDATE, of the rows not stamped in
+        the last TOUCH_EVERY_SECONDS (so several processes stamping one key write it once)."""
+        since = now - timedelta(seconds=cls.TOUCH_EVERY_SECONDS)
+        return (
+            cls.objects.filter(pk__in=pks)
+            .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=since))
+            .update(last_used_at=now)
+        )
 
     def revoke(self) -> None:
         if self.revoked_at is None:

@@ -3,7 +3,9 @@ and also polls, so a lost hint only delays.
 
 With REDIS_URL the hint is a Redis PUBLISH on `openclaw:run:<id>` (milliseconds across
 processes), through one client per process; waiters listen with one connection per event loop
-(wait.py). Without Redis there is nothing to publish and waiters poll.
+(wait.py). Without Redis, on SQLite, a version file beside the database is rewritten
+(lib/shared_version.RUNS_FINISHED), which each process's waits look at every few milliseconds;
+on PostgreSQL without Redis there is nothing to publish and waiters poll.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+from ..lib.shared_version import RUNS_FINISHED
 
 log = logging.getLogger("openclaw.runs")
 RUN_CHANNEL_PREFIX = "openclaw:run:"
@@ -40,6 +44,9 @@ def _redis() -> redis.Redis:
 
 def run_finished(run_id: object) -> None:
     if not settings.REDIS_URL:
+        # On SQLite, the version file beside the database: every process's waits look at it
+        # every few milliseconds (wait.TokenHub). (PostgreSQL without Redis: nothing; waits poll.)
+        RUNS_FINISHED.bump_now()
         return
     try:
         _redis().publish(run_channel(run_id), b"finished")

@@ -3,8 +3,10 @@
 The database is the truth; a hint only says "read it now". With REDIS_URL, each event loop keeps
 one Redis connection subscribed to every run's finish channel (`openclaw:run:*`) and wakes the
 waits of this process from it: no connection or SUBSCRIBE per wait, and a wait reads the run
-when its hint arrives (and every second, in case a hint was lost). Without Redis, or while Redis
-is unreachable, a wait reads the run after 50 ms, then 1.5× less often, at least every 0.5 s.
+when its hint arrives (and every second, in case a hint was lost). Without Redis, on SQLite, the
+hint is a version file beside the database that each event loop reads every 5 ms while it has
+waits (TokenHub). On PostgreSQL without Redis, or while Redis is unreachable, a wait reads the
+run after 50 ms, then 1.5× less often, at least every 0.5 s.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 
 from asgiref.sync import sync_to_async
@@ -24,6 +26,7 @@ from django.db import DatabaseError
 from openclaw_common.dbstep import release_connection
 
 from ..lib import rawsql
+from ..lib.shared_version import RUNS_FINISHED
 from ..models import Run
 from . import outage
 from .notify import RUN_CHANNEL_PREFIX
@@ -33,6 +36,7 @@ log = logging.getLogger("openclaw.runs")
 POLL_SECONDS = 0.05  # without hints: the first reads, then slower (a long wait costs less)
 MAX_POLL_SECONDS = 0.5
 HINTED_POLL_SECONDS = 1.0  # with hints: a lost one costs at most this
+TOKEN_POLL_SECONDS = 0.005  # without Redis, on SQLite: how often the finish version is read
 CONNECT_TIMEOUT_SECONDS = 2
 RETRY_AFTER_SECONDS = 5  # after Redis failed, poll for this long before connecting again
 UNAVAILABLE_RETRY_SECONDS = 0.5  # the database unreachable during a wait: read again after
@@ -169,12 +173,67 @@ def hint_hub() -> HintHub:
     return hub
 
 
+class TokenHub:
+    """The finish hints of one event loop without Redis, on SQLite: one task reads the
+    run-finish version (a file beside the database, lib/shared_version.RUNS_FINISHED: one
+    `pread`, no database) every TOKEN_POLL_SECONDS while waits are registered, and wakes all of
+    them when it moved; each then reads its run. So a reply is reported milliseconds after it
+    is stored, where the database polls of a wait were up to half a second apart."""
+
+    def __init__(self) -> None:
+        self.waiters: set[asyncio.Event] = set()
+        self.task: asyncio.Task[None] | None = None
+        self.last: bytes | None = None
+
+    async def subscribe(self, run_id: str) -> asyncio.Event | None:
+        token = RUNS_FINISHED.read_shared()
+        if not token:  # PostgreSQL without Redis, or a database of this process alone
+            return None
+        event = asyncio.Event()
+        self.waiters.add(event)
+        if not self.alive:
+            self.last = token  # before the caller goes on: a finish from now on is a change
+            self.task = asyncio.get_running_loop().create_task(
+                self._watch(), name="openclaw-run-token"
+            )
+        return event
+
+    def unsubscribe(self, run_id: str, event: asyncio.Event | None) -> None:
+        if event is not None:
+            self.waiters.discard(event)
+
+    @property
+    def alive(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    async def _watch(self) -> None:
+        while self.waiters:
+            await asyncio.sleep(TOKEN_POLL_SECONDS)
+            token = RUNS_FINISHED.read_shared()
+            if token != self.last:
+                self.last = token
+                for event in list(self.waiters):
+                    event.set()
+
+
+_token_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TokenHub] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def token_hub() -> TokenHub:
+    loop = asyncio.get_running_loop()
+    hub = _token_hubs.get(loop)
+    if hub is None:
+        hub = _token_hubs[loop] = TokenHub()
+    return hub
+
+
 @contextlib.asynccontextmanager
-async def _hint(run_id: str) -> AsyncIterator[tuple[HintHub | None, asyncio.Event | None]]:
-    if not settings.REDIS_URL:
-        yield None, None
-        return
-    hub = hint_hub()
+async def _hint(
+    run_id: str,
+) -> AsyncIterator[tuple[HintHub | TokenHub | None, asyncio.Event | None]]:
+    hub: HintHub | TokenHub = hint_hub() if settings.REDIS_URL else token_hub()
     event = None
     try:
         event = await hub.subscribe(run_id)
@@ -189,20 +248,27 @@ async def wait_for_run(
     *,
     fields: tuple[str, ...] | None = None,
     just_started: bool = False,
+    listening: Callable[[], Awaitable[None]] | None = None,
 ) -> Run | None:
     """The run once finished, or as it stands when `timeout` seconds have passed.
 
     `fields` limits what is read (see _load). `just_started`: the caller created the run a
     moment ago, so the first read is skipped and the wait starts on the hint (a hint that came
     before the subscription costs one safety-poll interval, never a wrong answer).
+    `listening`: called once the wait listens for the run's hint (a send enqueues its run
+    then, so the reply cannot come before the wait hears of it).
     """
     load = partial(_read, run_id, fields)
     if timeout <= 0:
+        if listening is not None:
+            await listening()
         return await sync_to_async(load)()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     poll = POLL_SECONDS
     async with _hint(str(run_id)) as (hub, event):
+        if listening is not None:
+            await listening()
         skip_read = just_started and event is not None
         while True:
             if not skip_read:

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from openclaw_common import keys
+from openclaw_common import keys, taskqueue
 from openclaw_common.dbstep import db_step
 from openclaw_common.errors import Forbidden, InvalidArgument, NotFound, Refusal
 from policies_app.send_policy import check_send, send_blocked_error
@@ -655,17 +655,36 @@ def sessions_send(*, requester: Requester, args: dict[str, Any] | None) -> dict:
 async def sessions_send_async(
     *, requester: Requester, args: dict[str, Any] | None, idempotency_key: str | None = None
 ) -> dict:
-    """Start the send, then wait on the server for up to timeoutSeconds holding no thread."""
-    plan = await db_step(start_send)(
-        requester=requester, args=args, idempotency_key=idempotency_key
-    )
+    """Start the send, then wait on the server for up to timeoutSeconds holding no thread.
+
+    The run's task is held at commit and handed to the broker after the answer when the send
+    does not wait (timeoutSeconds 0: the answer needs nothing from the run; issue 26), once the
+    wait listens for the run's finish otherwise. Should the process end in between, the run stays queued and the
+    watchdog enqueues it (RUN_ORPHAN_AFTER_SECONDS)."""
+    with taskqueue.enqueues_held() as held:
+        plan = await db_step(start_send)(
+            requester=requester, args=args, idempotency_key=idempotency_key
+        )
+    waits = plan.result is None and plan.timeout != 0
+    if held and not waits and not taskqueue.release_later(held):
+        await db_step(taskqueue.run_all)(held)
     if plan.result is not None:
         return plan.result
     if plan.timeout == 0:
         return accepted(plan)
     assert plan.run_id is not None  # a plan without a result has a run
+
+    async def enqueue() -> None:
+        # Once the wait listens for the run's finish: a quick reply cannot come before it.
+        if held:
+            await db_step(taskqueue.run_all)(held)
+
     run = await wait_for_run(
-        plan.run_id, plan.timeout, fields=RESULT_FIELDS, just_started=plan.created
+        plan.run_id,
+        plan.timeout,
+        fields=RESULT_FIELDS,
+        just_started=plan.created,
+        listening=enqueue,
     )
     return send_result(
         run, session_key=plan.session_key, timeout=plan.timeout, watched=plan.watched

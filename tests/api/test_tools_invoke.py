@@ -129,17 +129,23 @@ def test_an_idempotency_key_inside_args_is_a_400_saying_where_it_goes(agent_main
     )
 
 
-def test_the_key_and_the_settings_are_one_statement(
+def test_the_key_and_the_settings_are_one_statement_then_none(
     operator, agent_main, agents, django_assert_num_queries
 ):
     """Issue 18: the key, its agent, the gateway settings and the default agent's sandbox flag
-    are read together; the requester needs no statement of its own for the default agent or
-    the key's own, and one (the agent) for another agent's session."""
+    are read together; issue 26: then kept by the process (access/key_cache.py) until one of
+    them changes, so later requests send no statement for them. The requester needs none of
+    its own for the default agent or the key's own, and one (the agent) for another agent's
+    session."""
+    from sessions_app.models import GatewayConfig
+
+    GatewayConfig.load()
     for api in (operator, agent_main):
-        api.invoke("agents_list")  # the first use stamps last_used_at
-        with django_assert_num_queries(2):  # the key with the settings; the agents
+        with django_assert_num_queries(3):  # the key with the settings; the agents; last use
             assert api.invoke("agents_list").status_code == 200
-    with django_assert_num_queries(3):  # … and agent research's sandbox flag
+        with django_assert_num_queries(1):  # the agents
+            assert api.invoke("agents_list").status_code == 200
+    with django_assert_num_queries(2):  # … and agent research's sandbox flag
         response = operator.invoke("agents_list", sessionKey="agent:research:main")
     assert response.json()["result"]["details"]["requester"] == "research"
 

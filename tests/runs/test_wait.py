@@ -92,3 +92,30 @@ async def test_with_redis_unreachable_waits_poll(start, settings):
     assert not wait.hint_hub().alive
     await abort(run_id)
     assert (await asyncio.wait_for(waiting, 10)).status == Run.ABORTED
+
+
+on_sqlite_without_redis = pytest.mark.skipif(
+    bool(django_settings.REDIS_URL)
+    or not django_settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"),
+    reason="the version-file hint is SQLite's without Redis",
+)
+
+
+@on_sqlite_without_redis
+async def test_without_redis_a_version_file_wakes_the_waits_at_once(start, monkeypatch):
+    """Issue 26: no polling interval between a stored reply and its report: a finished run
+    rewrites the version file beside the database, which the loop's TokenHub reads every 5 ms
+    (the database is read only when it moved)."""
+    monkeypatch.setattr(wait, "HINTED_POLL_SECONDS", 60)  # only the hint can end these waits
+    monkeypatch.setattr(wait, "POLL_SECONDS", 60)
+    runs = [await start() for _ in range(2)]
+    waits = [asyncio.create_task(wait.wait_for_run(r, 30, just_started=True)) for r in runs]
+    await asyncio.sleep(0.2)
+    hub = wait.token_hub()
+    assert hub.alive and len(hub.waiters) == 2
+    for run_id in runs:
+        await abort(run_id)  # in another thread, as a worker's finish would be
+    done = await asyncio.wait_for(asyncio.gather(*waits), 10)
+    assert [r.status for r in done] == [Run.ABORTED] * 2
+    await asyncio.sleep(0.05)
+    assert not hub.waiters and not hub.alive  # it stops when no wait is left
