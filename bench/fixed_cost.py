@@ -289,7 +289,9 @@ def main() -> None:
         in_process(a.in_process, a.calls)
         return
     base = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # The 401 case fails on purpose, from one address: not a brute force (access/source_limit).
     base.update(DEBUG="0", SECRET_KEY="bench-" + "k" * 50, PYTHONUNBUFFERED="1")
+    base["OPENCLAW_SOURCE_AUTH_FAILURES"] = "0"
     out: dict = {"machine": f"{os.cpu_count()} cores, {os.uname().release}", "calls": a.calls}
     with tempfile.TemporaryDirectory() as var:
         if a.backend in ("sqlite", "both"):
