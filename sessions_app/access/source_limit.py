@@ -17,7 +17,8 @@ its /64, which one host holds whole. Two rules, both per web process, in memory:
   `OPENCLAW_SOURCE_UNCHECKED_LIMIT` (8) of the door's `OPENCLAW_API_UNCHECKED_LIMIT` places
   (keys being looked up), and at most `OPENCLAW_SOURCE_PAGE_LIMIT` (4) of each of the pages'
   gate's counts for requests without a signed-in session (openclaw_site/page_gate.py); its
-  surplus waits in a queue of that size, then is refused. So one source's burst, of bad keys
+  surplus waits in a queue of that size, then is refused. The requests of one key share its
+  place (a client's first burst is one key being checked). So one source's burst, of bad keys
   before the first rule trips or of anonymous pages, cannot take every place and keep a new
   client elsewhere out.
 
@@ -50,6 +51,7 @@ MAX_SOURCES = 100_000
 _lock = threading.Lock()
 _failures: OrderedDict[str, tuple[int, int]] = OrderedDict()  # source → (window index, count)
 _shares: dict[tuple[str, str], int] = {}  # (kind, source) → the places it holds
+_joined: dict[tuple[str, str, str], int] = {}  # (kind, source, credential) → requests on its place
 
 
 def auth_failures() -> int:
@@ -135,23 +137,37 @@ def share_limit(kind: str) -> int:
     return int(getattr(settings, "OPENCLAW_SOURCE_UNCHECKED_LIMIT", DEFAULT_UNCHECKED))
 
 
-def take_share(kind: str, source: str | None) -> tuple[bool, bool]:
+def take_share(kind: str, source: str | None, credential: str | None = None) -> tuple[bool, bool]:
     """One of the source's places in `kind` (UNCHECKED: the door's unchecked places; PAGES: the
     pages' gate's anonymous and unknown-session places): (may go on, holds a place to give
-    back). (False, False) when the source holds its share."""
+    back). (False, False) when the source holds its share.
+
+    Requests of one `credential` share its place: a client's first burst with a key this
+    process has not checked yet (twenty sends at once) is one key being checked, not twenty,
+    while distinct bad keys each take one."""
     limit = share_limit(kind)
     if source is None or limit <= 0:
         return True, False
     with _lock:
+        if credential is not None and (kind, source, credential) in _joined:
+            _joined[(kind, source, credential)] += 1
+            return True, True
         held = _shares.get((kind, source), 0)
         if held >= limit:
             return False, False
         _shares[(kind, source)] = held + 1
+        if credential is not None:
+            _joined[(kind, source, credential)] = 1
         return True, True
 
 
-def give_back_share(kind: str, source: str) -> None:
+def give_back_share(kind: str, source: str, credential: str | None = None) -> None:
     with _lock:
+        if credential is not None and (kind, source, credential) in _joined:
+            _joined[(kind, source, credential)] -= 1
+            if _joined[(kind, source, credential)] > 0:
+                return
+            del _joined[(kind, source, credential)]
         left = _shares.get((kind, source), 0) - 1
         if left > 0:
             _shares[(kind, source)] = left

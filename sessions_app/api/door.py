@@ -114,7 +114,7 @@ class Ticket:
             self.unchecked = False
             _unchecked -= 1
         if self.source is not None:
-            source_limit.give_back_share(source_limit.UNCHECKED, self.source)
+            source_limit.give_back_share(source_limit.UNCHECKED, self.source, self.credential)
             self.source = None
 
     def _give_back_place(self) -> None:
@@ -151,7 +151,7 @@ def _take(credential: str, source: str | None) -> Ticket | str:
         return FAILED_SOURCE
     if limit <= 0:
         return Ticket(credential, unchecked=False)
-    may, holds = source_limit.take_share(source_limit.UNCHECKED, source)
+    may, holds = source_limit.take_share(source_limit.UNCHECKED, source, credential)
     if not may:
         ratelimit.release_credential(credential)
         return SOURCE
@@ -160,7 +160,7 @@ def _take(credential: str, source: str | None) -> Ticket | str:
             _unchecked += 1
             return Ticket(credential, unchecked=True, source=source if holds else None)
     if holds:
-        source_limit.give_back_share(source_limit.UNCHECKED, source)  # type: ignore[arg-type]
+        source_limit.give_back_share(source_limit.UNCHECKED, source, credential)  # type: ignore[arg-type]
     ratelimit.release_credential(credential)
     return UNCHECKED
 

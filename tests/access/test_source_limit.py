@@ -172,6 +172,42 @@ def test_one_source_holds_at_most_its_share_of_the_unchecked_places(db, settings
     assert door.counts()["unchecked"] == 0
 
 
+def test_one_new_key_in_a_burst_holds_one_place_of_its_sources_share(db, settings, monkeypatch):
+    """A client's first burst with a key this process has not checked yet (twenty sends at
+    once, tests/runs/test_live_send.py) is one key being checked: its requests share one of
+    the source's places, so none is refused, where as many distinct keys would be."""
+    settings.OPENCLAW_SOURCE_UNCHECKED_LIMIT = 2
+    settings.OPENCLAW_API_QUEUE_SECONDS = 0  # (refused at once, not queued)
+    application, inside, release = stand_in(monkeypatch)
+    door.forget()
+
+    async def call(scope) -> int:
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await application(scope, receive, send)
+        return sent[0]["status"]
+
+    async def burst():
+        calls = [
+            asyncio.create_task(call(_scope("192.0.2.1", f"Bearer {bad_key(7)}"))) for _ in range(5)
+        ]
+        while len(inside) < 5:
+            await asyncio.sleep(0.01)
+        assert source_limit.counts()["unchecked"] == 1
+        release.set()
+        return [await c for c in calls]
+
+    assert asyncio.run(burst()) == [200] * 5
+    assert source_limit.counts()["unchecked"] == 0
+    assert door.counts()["unchecked"] == 0
+
+
 def test_one_source_holds_at_most_its_share_of_the_pages_places(db, settings, monkeypatch):
     """Anonymous pages from one address take at most OPENCLAW_SOURCE_PAGE_LIMIT of the pages'
     gate's places: someone at another address still gets the login page."""
