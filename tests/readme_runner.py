@@ -224,14 +224,19 @@ def statuses(output: str) -> list[int]:
 
 
 def tool_statuses(output: str) -> list[str]:
-    """The `details.status` of every /tools/invoke answer a block printed (one JSON per line)."""
+    """The `details.status` of every /tools/invoke answer a block printed (each a JSON object
+    starting a line; it may span lines: `details` is sent as indented as the text's copy)."""
     found = []
-    for line in output.splitlines():
-        if not line.startswith("{"):
+    decoder = json.JSONDecoder()
+    at = 0
+    while (start := output.find("{", at)) >= 0:
+        if start and output[start - 1] != "\n":
+            at = start + 1
             continue
         try:
-            body = json.loads(line)
+            body, at = decoder.raw_decode(output, start)
         except ValueError:
+            at = start + 1
             continue
         details = (body.get("result") or {}).get("details") if isinstance(body, dict) else None
         if isinstance(details, dict) and isinstance(details.get("status"), str):

@@ -48,10 +48,12 @@ def child_env(**extra: str) -> dict:
     # The fake model and webhook servers listen on loopback (sessions_app/lib/outbound.py).
     env.setdefault("OPENCLAW_OUTBOUND_ALLOW", "127.0.0.1,::1,localhost")
     # The ACP harnesses the tests run (tests/acp/harness_fixtures.py).
-    from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV
+    from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV, CLOSED
 
     env.setdefault("OPENCLAW_ACP_COMMANDS", ";".join(shlex.join(c) for c in ACP_COMMANDS))
     env.setdefault("OPENCLAW_ACP_ENV", ",".join(ACP_ENV))
+    if CLOSED is not None:
+        env.setdefault("OPENCLAW_ACP_SANDBOX", "none")  # (harness_fixtures.CLOSED says why)
     # The test process's key: a PostgreSQL DATABASE_URL is production mode, which needs one,
     # and a session cookie made here must be valid there.
     env.setdefault("SECRET_KEY", django_settings.SECRET_KEY)

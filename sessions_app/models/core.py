@@ -996,7 +996,7 @@ def _key_with_settings_sql() -> str:
 
 def _key_with_settings(lookup: str) -> ApiKey | None:
     """The unrevoked key with this lookup, its agent cached on it (select_related's work), and
-    what ApiKey.authenticate() documents beside it. One statement."""
+    what access/key_cache.authenticate() keeps beside it. One statement."""
     found = rawsql.fetchall(_key_with_settings_sql(), [lookup])
     if not found:
         return None

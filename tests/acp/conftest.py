@@ -7,13 +7,15 @@ from __future__ import annotations
 import pytest
 
 from sessions_app.acp.client import POOL
-from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV
+from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV, CLOSED
 
 
 @pytest.fixture(autouse=True)
 def deployment_lists(settings):
     settings.OPENCLAW_ACP_COMMANDS = ACP_COMMANDS
     settings.OPENCLAW_ACP_ENV = ACP_ENV
+    if CLOSED is not None:
+        settings.OPENCLAW_ACP_SANDBOX = "none"  # (harness_fixtures.CLOSED says why)
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 from sessions_app.acp.sandbox import unreachable_part
 from sessions_app.manage import config
 
@@ -32,6 +34,32 @@ def _harness_python() -> tuple[str, ...]:
 
 
 PYTHON = _harness_python()
+
+# Run as root from a checkout (or a venv) other users cannot reach (cloned under /root, or into
+# a 0700 temporary directory), a harness user could read neither these scripts nor the packages:
+# the tests then run harnesses as the worker's user (OPENCLAW_ACP_SANDBOX=none, conftest.py and
+# tests/servers.py) and skip those that prove the sandbox, saying where the way is closed.
+# (.ci/run opens its checkout's way, so CI proves it.)
+CLOSED = (
+    next(
+        filter(
+            None,
+            (
+                unreachable_part(str(ECHO.parent)),
+                unreachable_part(str(MISBEHAVING.parent)),
+                unreachable_part(sysconfig.get_paths()["purelib"]),
+            ),
+        ),
+        None,
+    )
+    if os.geteuid() == 0
+    else None
+)
+NEEDS_SANDBOX = pytest.mark.skipif(
+    CLOSED is not None,
+    reason=f"a harness user cannot reach the checkout or its packages ({CLOSED} is closed to "
+    "other users), so the harnesses run as the worker's user here",
+)
 # What the deployment lets a harness run and pass on, in these tests (conftest.py, tests/servers.py).
 ACP_COMMANDS = [
     (*PYTHON, str(ECHO)),

@@ -11,7 +11,7 @@ import pytest
 
 from sessions_app.acp.files import MAX_FILE_BYTES, Refused, WorkingDirectory
 from sessions_app.models import Message, Run
-from tests.acp.harness_fixtures import misbehaving, register
+from tests.acp.harness_fixtures import NEEDS_SANDBOX, misbehaving, register
 from tests.acp.test_acp_turns import texts, transcript
 from tests.conftest import make_session
 from tests.runs.helpers import drain
@@ -150,9 +150,13 @@ def test_a_harness_reads_and_writes_in_its_cwd_and_is_refused_elsewhere(agent_ma
 
 # --- with a harness user of its own (sandbox.py) and warm processes (client.py's Pool) -------
 
-AS_ROOT = pytest.mark.skipif(
+_ROOT = pytest.mark.skipif(
     os.geteuid() != 0, reason="a harness gets a user of its own only from a worker run as root"
 )
+
+
+def AS_ROOT(test):  # noqa: N802 (a mark)
+    return _ROOT(NEEDS_SANDBOX(test))
 
 
 def started(session) -> dict:

@@ -18,6 +18,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from sessions_app.access import key_cache
 from sessions_app.models import (
     Agent,
     ApiKey,
@@ -561,7 +562,7 @@ def test_api_key_plaintext_is_shown_once_and_only_its_hash_stored(op, agents):
     plaintext = page[start : page.index("<", start)].strip()
     key = ApiKey.objects.get(name="bot")
     assert key.scope == "agent" and key.agent_id == "main"
-    assert ApiKey.authenticate(plaintext) == key
+    assert key_cache.authenticate(plaintext) == key
     secret = plaintext.split("_", 2)[2]
     assert key.secret_hash == ApiKey.hash_secret(secret) and secret not in key.secret_hash
     assert secret not in op.get(changelist("apikey")).content.decode()
@@ -599,7 +600,7 @@ def test_revoke_api_keys(op):
     post_action(op, "apikey", "revoke_keys", [key.pk])
     key.refresh_from_db()
     assert key.revoked_at is not None
-    assert ApiKey.authenticate(plaintext) is None
+    assert key_cache.authenticate(plaintext) is None
 
 
 # --- viewers --------------------------------------------------------------------------------

@@ -850,6 +850,7 @@ def test_missing_or_bad_key_is_401(anonymous, world, settings):
     # Every endpoint × every bad header from one address: past the per-source limit on failed
     # checks, which has tests of its own (tests/access/test_source_limit.py).
     settings.OPENCLAW_SOURCE_AUTH_FAILURES = 0
+
     def call(case):
         (method, path, body), authorization = case
         headers = {} if authorization is None else {"HTTP_AUTHORIZATION": authorization}

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from websockets.sync.client import connect
 
+from sessions_app.access import key_cache
 from tests.worlds import ANNOUNCE_SKIP
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -137,14 +138,12 @@ def test_sse_follow_survives_a_disconnect_with_no_gap_and_no_duplicate(live_worl
 
 
 def test_revoking_a_key_closes_its_websocket_and_its_stream(live_world, operator_token):
-    from sessions_app.models import ApiKey
-
     server, token = live_world.server, operator_token
     stream = SSE(server, token, HISTORY + "?follow=1")
     stream.events("history", 1)
     with connect(ws_url(server), additional_headers={"Authorization": f"Bearer {token}"}) as ws:
         assert request(ws, "1", "sessions.messages.subscribe", {"key": "agent:research:main"})["ok"]
-        ApiKey.authenticate(token).revoke()
+        key_cache.authenticate(token).revoke()
         (error,) = stream.events("error", 1)
         with pytest.raises(Exception) as closed:
             ws.recv(timeout=10)

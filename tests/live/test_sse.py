@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import AsyncClient
 
-from sessions_app.models import ApiKey
+from sessions_app.access import key_cache
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 
 from .conftest import db
@@ -121,7 +121,7 @@ async def test_revoking_the_key_ends_the_stream(operator, main_session):
     stream = await open_stream(operator.token, PATH + "?follow=1")
     try:
         await stream.frame(), await stream.frame()
-        await db(lambda: ApiKey.authenticate(operator.token).revoke())()
+        await db(lambda: key_cache.authenticate(operator.token).revoke())()
         error = await stream.frame()
         assert error["event"] == "error"
         assert error["data"] == {"code": 4401, "reason": "access revoked"}

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from openclaw_common.errors import Unauthenticated
+from sessions_app.access import key_cache
 from sessions_app.models import Agent, ApiKey, Session
 from tests.conftest import add_messages, assistant, make_session, set_config, tool_result, user
 
@@ -231,7 +232,7 @@ async def test_sandboxing_an_agent_closes_what_it_may_no_longer_read(agents, age
 
 
 def operator_key_pk(api) -> int:
-    return ApiKey.authenticate(api.token).pk
+    return key_cache.authenticate(api.token).pk
 
 
 async def test_oversized_frame_closes_with_1009(settings, operator):
