@@ -32,6 +32,11 @@ SILENT_FOLLOW_UPS = [
 SEND_TO_ECHO = {"sessionKey": "agent:echo:main", "message": "ping", "timeoutSeconds": 30}
 
 
+def completion_turns(session) -> list[Run]:
+    """The session's completion turns, oldest first (withdrawn ones included)."""
+    return list(Run.objects.filter(session=session, kind="completion").order_by("created_at"))
+
+
 def echo_setup(main_rules: list[dict]) -> ApiKey:
     """Agents `main` (scripted by `main_rules`) and `echo` (answers "pong", silent follow-ups),
     their main sessions, and an agent key of main's."""

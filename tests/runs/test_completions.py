@@ -17,7 +17,7 @@ from sessions_app.runs import completions, engine
 from sessions_app.runs.chain import Chain
 from sessions_app.runs.sweeper import retry_due_completions
 from tests.conftest import make_agent, make_session, set_config
-from tests.runs.helpers import drain
+from tests.runs.helpers import completion_turns, drain
 
 CHILD_RULES = [
     {"match": ".*", "on": ["announce"], "reply": "Nothing to add."},
@@ -39,10 +39,6 @@ def spawn(api, **args) -> dict:
     details = api.details("sessions_spawn", {"agentId": "research", "task": "look", **args})
     assert details["status"] == "accepted", details
     return details
-
-
-def completion_turns(session: Session) -> list[Run]:
-    return list(Run.objects.filter(session=session, kind="completion").order_by("created_at"))
 
 
 def input_of(run: Run) -> Message:

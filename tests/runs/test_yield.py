@@ -19,7 +19,7 @@ from sessions_app.runs.chain import Chain, current_run
 from sessions_app.tools.sessions_spawn import sessions_spawn
 from sessions_app.tools.sessions_yield import NOTHING_PENDING, sessions_yield
 from tests.conftest import make_agent, make_session, set_config, user
-from tests.runs.helpers import drain
+from tests.runs.helpers import completion_turns, drain
 
 SPAWN = {"name": "sessions_spawn", "arguments": {"agentId": "research", "task": "dig"}}
 RESEARCH = {
@@ -75,10 +75,6 @@ def ingest_turn(ingest, text: str) -> Run:
     )
     assert response.status_code == 201, response.content
     return Run.objects.get(pk=response.json()["run"]["runId"])
-
-
-def completion_turns(session: Session) -> list[Run]:
-    return list(Run.objects.filter(session=session, kind="completion").order_by("created_at"))
 
 
 def test_a_yield_gets_one_successor_turn_with_every_result(ingest, home):
