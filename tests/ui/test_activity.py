@@ -4,35 +4,14 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
-from django.utils import timezone
 
-from sessions_app.models import Run
 from sessions_app.reads import activity
 from tests.conftest import make_session
+from tests.ui.conftest import finished_run
 
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-def finished_run(session, *, hours_ago: float, ms: int, tokens: int, status="ok") -> Run:
-    created = timezone.now() - timedelta(hours=hours_ago)
-    return Run.objects.create(
-        session=session,
-        kind="send",
-        status=status,
-        created_at=created,
-        started_at=created,
-        finished_at=created + timedelta(milliseconds=ms),
-        usage={"input": tokens - 10, "output": 10},
-    )
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 @pytest.fixture

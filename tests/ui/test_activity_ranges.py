@@ -4,49 +4,27 @@ rate and the p95 run time, on the browser's list and the admin's index."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
-from django.utils import timezone
 
 from sessions_app.models import Run
 from sessions_app.reads import activity
 from tests.conftest import make_session
+from tests.ui.conftest import finished_run
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-def run(session, *, hours_ago: float, ms: int, status: str = "ok") -> Run:
-    created = timezone.now() - timedelta(hours=hours_ago)
-    return Run.objects.create(
-        session=session,
-        kind="send",
-        status=status,
-        created_at=created,
-        started_at=created,
-        finished_at=created + timedelta(milliseconds=ms),
-        usage={"input": 10, "output": 10},
-    )
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
 
 @pytest.fixture
 def runs(agents):
     main = make_session("main")
     for i in range(19):
-        run(main, hours_ago=1, ms=100 + i)  # 100..118 ms
-    run(main, hours_ago=2, ms=5000, status=Run.ERROR)  # the slowest, failed
-    run(main, hours_ago=3 * 24, ms=300, status=Run.TIMEOUT)  # in 7 d and 30 d only
-    run(main, hours_ago=20 * 24, ms=300)  # in 30 d only
+        finished_run(main, hours_ago=1, ms=100 + i)  # 100..118 ms
+    finished_run(main, hours_ago=2, ms=5000, status=Run.ERROR)  # the slowest, failed
+    finished_run(main, hours_ago=3 * 24, ms=300, status=Run.TIMEOUT)  # in 7 d and 30 d only
+    finished_run(main, hours_ago=20 * 24, ms=300)  # in 30 d only
     return main
 
 
