@@ -406,6 +406,10 @@ LOGGING = {
 # --- Access limits (issue 16): API rate and concurrency per key, login throttling, JSON depth,
 # password rules. sessions_app/api/ratelimit.py, sessions_app/access/login_throttle.py,
 # sessions_app/lib/jsondepth.py; docs/production.md. 0 turns a limit off.
+# Rows read in one pass (issue 26): a page's JSON cells decoded in one call, the list's message
+# previews read by plain SQL. Off: the plain path, row by row, which returns the same values (the
+# tests compare the two on one store); kept as the reference, not as a tuning knob.
+OPENCLAW_FAST_ROWS = _env_bool("OPENCLAW_FAST_ROWS", True)
 OPENCLAW_API_RATE_LIMIT = int(os.environ.get("OPENCLAW_API_RATE_LIMIT", "20000"))
 OPENCLAW_API_RATE_WINDOW_SECONDS = int(os.environ.get("OPENCLAW_API_RATE_WINDOW_SECONDS", "60"))
 OPENCLAW_API_CONCURRENCY_LIMIT = int(os.environ.get("OPENCLAW_API_CONCURRENCY_LIMIT", "64"))

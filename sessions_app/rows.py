@@ -17,7 +17,7 @@ from django.db.models.functions import RowNumber
 
 from openclaw_common import keys
 
-from .lib import jsontext
+from .lib import rawsql
 from .models import Session, SessionEvent, total_tokens_of
 
 _SessionsT = TypeVar("_SessionsT", bound=QuerySet[Session])
@@ -248,23 +248,12 @@ _CHILDREN_SQL = """
 
 
 def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
-    """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded by jsontext.loads."""
+    """The page's ROW_FIELDS tuples, read with a plain cursor; jsonb decoded in one pass."""
     try:
         sql, params = queryset.values_list(*ROW_FIELDS, "state_version").query.sql_with_params()
     except EmptyResultSet:  # the ORM knows no row can match (as QuerySet iteration would say)
         return []
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        raw_rows = cursor.fetchall()
-    loads = jsontext.loads
-    rows = []
-    for raw in raw_rows:
-        values = list(raw)
-        for at in _JSON_AT:
-            if isinstance(values[at], str):
-                values[at] = loads(values[at])
-        rows.append(tuple(values))
-    return rows
+    return [tuple(values) for values in rawsql.decode_json(rawsql.fetchall(sql, params), _JSON_AT)]
 
 
 def transcript_path(session_id: str) -> str:

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import orjson
+from django.conf import settings
 
 
 def dumps_bytes(value: Any) -> bytes:
@@ -89,3 +90,39 @@ def loads(text: str) -> Any:
 def _few_digits(text: str) -> bool:
     raw = text.encode()
     return len(raw) - len(raw.translate(None, _DIGITS)) < 19
+
+
+def loads_many(texts: list[str | None]) -> list[Any]:
+    """[loads(t) for each text, None kept] for texts that are each one JSON value (jsonb as a
+    plain PostgreSQL cursor returns it: never text that is not JSON), decoded in one orjson
+    call: a page's few hundred cells cost one call instead of one each (issue 26). Equal to
+    the cell-by-cell loads: orjson reads a value inside an array as it reads it alone, and a cell
+    that loads() would give to json.loads (a run of 19 digits) is read by loads() again.
+    settings.OPENCLAW_FAST_ROWS off: cell by cell (the plain path the tests compare with)."""
+    if not texts:
+        return []
+    if not settings.OPENCLAW_FAST_ROWS:
+        return _loads_each(texts)
+    # One encode of the joined text: orjson reads bytes faster than a str with non-ASCII text.
+    raw = ("[" + ",".join([t if t is not None else "null" for t in texts]) + "]").encode()
+    try:
+        values = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _loads_each(texts)
+    if len(values) != len(texts):  # (cannot happen for one JSON value per text)
+        return _loads_each(texts)
+    if _RUN_OF_19 in raw.translate(_DIGITS_AS_ZERO):
+        for i, text in enumerate(texts):
+            if text is not None and _LONG_NUMBER.search(text):
+                values[i] = loads(text)
+    return values
+
+
+# A run of 19 digits, found in C at memory speed: every digit as "0", everything else as " ",
+# then a substring search (the regular expression takes ~30 ns a byte: 10 ms for a page).
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_RUN_OF_19 = b"0" * 19
+
+
+def _loads_each(texts: list[str | None]) -> list[Any]:
+    return [None if t is None else loads(t) for t in texts]

@@ -10,6 +10,7 @@ Everything else keeps using the ORM.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
@@ -52,7 +53,7 @@ def update(model, values: dict[str, Any], where: str, params: list, *, extra_set
         return cursor.rowcount
 
 
-def fetchall(sql: str, params: list) -> list[tuple]:
+def fetchall(sql: str, params: Sequence[Any]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -114,6 +115,12 @@ class ModelColumns:
         """Every row of `found` converted (the converters looked up once for all of them)."""
         converters = self._converters_now()
         db = connections[DEFAULT_DB_ALIAS]
+        if connection.vendor == "postgresql":
+            # The jsonb columns of every row in one decoding call (decode_json); psycopg has
+            # already converted the rest, which have no other converter there.
+            json_at = tuple(i for i, fs, _ in converters if fs == [_json_value])
+            if len(json_at) == len(converters):
+                return decode_json(found, json_at)
         converted = []
         for row in found:
             values = list(row)
@@ -129,6 +136,16 @@ class ModelColumns:
     def build(self, row: tuple | list):
         """The model instance of `row` (in `sql`'s order; the fields not read are deferred)."""
         return self.model.from_db(connection.alias, self.attnames, self.values(row))
+
+
+def decode_json(found: list, positions: tuple[int, ...]) -> list[list]:
+    """Each row of `found` as a list, its text at `positions` (jsonb as a plain PostgreSQL cursor
+    returns it) decoded as jsontext.loads does, all of them in one jsontext.loads_many call."""
+    rows = [list(row) for row in found]
+    at = [(row, i) for row in rows for i in positions if isinstance(row[i], str)]
+    for (row, i), value in zip(at, jsontext.loads_many([row[i] for row, i in at]), strict=True):
+        row[i] = value
+    return rows
 
 
 def _json_value(value, expression, connection):

@@ -19,13 +19,14 @@ from itertools import chain
 from operator import or_
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from ..lib import sanitize
 from ..models import Message, Session
 from ..rows import SessionRow
 from ..storage import cold_storage
-from ..transcript import READ_COLUMNS, MessageRow
+from ..transcript import READ_COLUMNS, MessageRow, range_rows
 from . import internal_rows
 from .history_read import is_hidden
 
@@ -41,7 +42,7 @@ Listed = SessionRow | Session
 def derived_titles(sessions: Sequence[Listed]) -> dict[int, str]:
     """Session id → its title: the first user message's text, on one line, cut at a word."""
     wanted = [s for s in sessions if s.last_seq > 0]
-    ranges = [Q(session_id=s.pk, seq__lte=TITLE_SCAN) for s in wanted]
+    ranges = [(s.pk, None, TITLE_SCAN) for s in wanted]
     titles: dict[int, str] = {}
     seen: set[int] = set()
     rows = _rows(ranges, newest_first=False, seen=seen)
@@ -57,7 +58,7 @@ def last_previews(sessions: Sequence[Listed]) -> dict[int, str]:
     """Session id → the newest user or assistant text that history shows and that is not an
     internal row (no tool, system, silent or prompt rows), on one line."""
     wanted = [s for s in sessions if s.last_seq > 0]
-    ranges = [Q(session_id=s.pk, seq__gt=s.last_seq - PREVIEW_SCAN) for s in wanted]
+    ranges = [(s.pk, s.last_seq - PREVIEW_SCAN, None) for s in wanted]
     previews: dict[int, str] = {}
     seen: set[int] = set()
     rows = _rows(ranges, newest_first=True, seen=seen)
@@ -73,14 +74,32 @@ def last_previews(sessions: Sequence[Listed]) -> dict[int, str]:
     return previews
 
 
-def _rows(ranges: list[Q], *, newest_first: bool, seen: set[int]) -> Iterator[tuple[int, Any]]:
-    """(session id, MessageRow) of the user and assistant rows in `ranges`; adds each session
-    id to `seen`."""
+def _rows(
+    ranges: Sequence[tuple[int, int | None, int | None]], *, newest_first: bool, seen: set[int]
+) -> Iterator[tuple[int, Any]]:
+    """(session id, MessageRow) of the user and assistant rows in `ranges` ((session id, above,
+    up_to) seq bounds); adds each session id to `seen`. One statement: transcript.range_rows, or
+    on the plain path (settings.OPENCLAW_FAST_ROWS off) the same statement built by the ORM."""
     if not ranges:
         return
+    if settings.OPENCLAW_FAST_ROWS:
+        for session_id, row in range_rows(
+            ranges, roles=("user", "assistant"), newest_first=newest_first
+        ):
+            seen.add(session_id)
+            yield session_id, row
+        return
     order = "-seq" if newest_first else "seq"
+    terms = []
+    for pk, above, up_to in ranges:
+        term = Q(session_id=pk)
+        if above is not None:
+            term &= Q(seq__gt=above)
+        if up_to is not None:
+            term &= Q(seq__lte=up_to)
+        terms.append(term)
     values = (
-        Message.objects.filter(reduce(or_, ranges))
+        Message.objects.filter(reduce(or_, terms))
         .filter(role__in=("user", "assistant"))
         .order_by("session_id", order)
         .values_list("session_id", *READ_COLUMNS)
