@@ -253,7 +253,7 @@ def _page_values_postgresql(queryset: QuerySet[Session]) -> list[tuple]:
         sql, params = queryset.values_list(*ROW_FIELDS, "state_version").query.sql_with_params()
     except EmptyResultSet:  # the ORM knows no row can match (as QuerySet iteration would say)
         return []
-    return [tuple(values) for values in rawsql.decode_json(rawsql.fetchall(sql, params), _JSON_AT)]
+    return rawsql.decode_json(rawsql.fetchall(sql, params), _JSON_AT)
 
 
 def transcript_path(session_id: str) -> str:

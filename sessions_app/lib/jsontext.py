@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -92,7 +93,7 @@ def _few_digits(text: str) -> bool:
     return len(raw) - len(raw.translate(None, _DIGITS)) < 19
 
 
-def loads_many(texts: list[str | None]) -> list[Any]:
+def loads_many(texts: Sequence[str | None]) -> list[Any]:
     """[loads(t) for each text, None kept] for texts that are each one JSON value (jsonb as a
     plain PostgreSQL cursor returns it: never text that is not JSON), decoded in one orjson
     call: a page's few hundred cells cost one call instead of one each (issue 26). Equal to
@@ -104,7 +105,10 @@ def loads_many(texts: list[str | None]) -> list[Any]:
     if not settings.OPENCLAW_FAST_ROWS:
         return _loads_each(texts)
     # One encode of the joined text: orjson reads bytes faster than a str with non-ASCII text.
-    raw = ("[" + ",".join([t if t is not None else "null" for t in texts]) + "]").encode()
+    try:
+        raw = ("[" + ",".join([t if t is not None else "null" for t in texts]) + "]").encode()
+    except TypeError:  # a value that is not text (never from a jsonb column)
+        return _loads_each(texts)
     try:
         values = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -124,5 +128,6 @@ _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _RUN_OF_19 = b"0" * 19
 
 
-def _loads_each(texts: list[str | None]) -> list[Any]:
-    return [None if t is None else loads(t) for t in texts]
+def _loads_each(texts: Sequence[str | None]) -> list[Any]:
+    """Cell by cell; what is not text (None) is kept as it is."""
+    return [loads(t) if isinstance(t, str) else t for t in texts]

@@ -107,11 +107,11 @@ class ModelColumns:
             self._converters[connection.vendor] = found
         return found
 
-    def values(self, row: tuple | list) -> list:
+    def values(self, row: tuple | list) -> Sequence[Any]:
         """`row` (these columns, in `sql`'s order) converted."""
         return self.rows([row])[0]
 
-    def rows(self, found: list) -> list[list]:
+    def rows(self, found: list) -> Sequence[Sequence[Any]]:
         """Every row of `found` converted (the converters looked up once for all of them)."""
         converters = self._converters_now()
         db = connections[DEFAULT_DB_ALIAS]
@@ -121,7 +121,7 @@ class ModelColumns:
             json_at = tuple(i for i, fs, _ in converters if fs == [_json_value])
             if len(json_at) == len(converters):
                 return decode_json(found, json_at)
-        converted = []
+        converted: list[Sequence[Any]] = []
         for row in found:
             values = list(row)
             for i, functions, col in converters:
@@ -138,14 +138,17 @@ class ModelColumns:
         return self.model.from_db(connection.alias, self.attnames, self.values(row))
 
 
-def decode_json(found: list, positions: tuple[int, ...]) -> list[list]:
-    """Each row of `found` as a list, its text at `positions` (jsonb as a plain PostgreSQL cursor
-    returns it) decoded as jsontext.loads does, all of them in one jsontext.loads_many call."""
-    rows = [list(row) for row in found]
-    at = [(row, i) for row in rows for i in positions if isinstance(row[i], str)]
-    for (row, i), value in zip(at, jsontext.loads_many([row[i] for row, i in at]), strict=True):
-        row[i] = value
-    return rows
+def decode_json(found: list, positions: tuple[int, ...]) -> list[tuple]:
+    """The rows of `found` as tuples, their text at `positions` (jsonb as a plain PostgreSQL
+    cursor returns it, or NULL) decoded as jsontext.loads does: column by column, each column
+    in one jsontext.loads_many call, the rows taken apart and put together again by zip (in C:
+    no Python step per cell, issue 26)."""
+    if not found or not positions:
+        return [tuple(row) for row in found]
+    columns: list[Sequence[Any]] = list(zip(*found, strict=True))
+    for i in positions:
+        columns[i] = jsontext.loads_many(columns[i])
+    return list(zip(*columns, strict=True))
 
 
 def _json_value(value, expression, connection):
