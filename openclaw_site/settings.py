@@ -194,10 +194,10 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
+            "NAME": str(VAR_DIR / "db.sqlite3"),
             # A file, not :memory:, so that a worker or server process started by a test sees
             # the same database.
-            "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
+            "TEST": {"NAME": str(VAR_DIR / "test.sqlite3")},
         }
     }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
@@ -335,7 +335,7 @@ OPENCLAW_ACP_UIDS = os.environ.get("OPENCLAW_ACP_UIDS", "2000000000-2000999999")
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("OPENCLAW_IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
 
 # --- Auth, i18n, static ---------------------------------------------------------------------
-AUTH_PASSWORD_VALIDATORS = [
+AUTH_PASSWORD_VALIDATORS: list[dict[str, object]] = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 # The transcript browser logs people in at /accounts/login/ and lands on the session list.
