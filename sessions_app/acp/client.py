@@ -205,7 +205,13 @@ class _Client:
             turn.events.put(
                 (
                     "permission",
-                    {"mode": mode, "allowed": allowed, "optionId": chosen, "toolCall": call},
+                    {
+                        "mode": mode,
+                        "allowed": allowed,
+                        "optionId": chosen,
+                        "toolCall": call,
+                        "options": offered,
+                    },
                 )
             )
         if chosen is None:
@@ -507,6 +513,9 @@ class HarnessProcess:
         self.replaying = False
         self.session_id: str | None = None  # the ACP session of this turn, once opened
         self.files: WorkingDirectory | None = None  # the cwd as this turn began (files.py)
+        # Once the turn is over (join): its process, and whether the pool kept it warm.
+        self.pid: int | None = None
+        self.kept_warm = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel: asyncio.Event | None = None
         self._connection: Connection | None = None
@@ -587,8 +596,10 @@ class HarnessProcess:
             raise HarnessFailed(await connection.explain(exc)) from None
         finally:
             connection.turn = None
+            self.pid = connection.pid
             if keep and connection.alive() and self.harness.warm_seconds > 0:
                 self.pool.keep(connection)
+                self.kept_warm = True
             else:
                 await connection.close()
 

@@ -26,6 +26,7 @@ from ..runs.backends import BackendError, TurnAborted, TurnOutput
 from ..runs.backends.base import CheckAbort
 from ..runs.flow_state import Flow
 from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS, Event, HarnessProcess
+from .facts import TurnFacts
 from .harnesses import Harness, HarnessError, configured, deployment_refusal
 from .sandbox import run_as_for
 from .transcript import STOP_REASONS, TranscriptWriter
@@ -96,13 +97,15 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         harness_id=harness.id,
     )
     process = HarnessProcess(harness, cwd=cwd, prompt=run.message, run_as=run_as, resume=resume)
+    # The pages' ACP facts (facts.py): the session, the permission decisions, warm or not.
+    facts = TurnFacts(run, harness.id, harness.warm_seconds)
     limit = task_limit_seconds()
     process.start()
     try:
-        outcome = _follow(process, writer, _with_task_limit(check_abort, limit))
+        outcome = _follow(process, writer, _with_task_limit(check_abort, limit), facts)
     except TurnAborted as exc:
         process.request_cancel()
-        _drain(process, writer)
+        _drain(process, writer, facts)
         writer.close(
             "the run timed out" if str(exc) == "timeout" else "the run was stopped",
             stop_reason="aborted",
@@ -110,7 +113,7 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         raise
     except TaskLimitReached:
         process.request_cancel()
-        _drain(process, writer)
+        _drain(process, writer, facts)
         writer.close("the turn reached the worker's task time limit", stop_reason="aborted")
         raise BackendError(
             f'ACP harness "{harness.id}": the turn was stopped after {limit:.0f}s, the worker\'s '
@@ -120,6 +123,7 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         if not process.join(0):
             process.request_cancel()
             process.join(STOP_WAIT_SECONDS)
+        facts.ended(kept_warm=process.kept_warm, pid=process.pid)
     return _result(harness, outcome, writer)
 
 
@@ -153,10 +157,13 @@ def _with_task_limit(check_abort: CheckAbort, limit: float) -> CheckAbort:
     return check
 
 
-def _follow(process: HarnessProcess, writer: TranscriptWriter, check_abort: CheckAbort) -> Event:
+def _follow(
+    process: HarnessProcess, writer: TranscriptWriter, check_abort: CheckAbort, facts: TurnFacts
+) -> Event:
     """Write what comes until the turn ends; returns the ("done" | "failed", data) event."""
     while True:
         batch = process.next_batch(POLL_SECONDS)
+        facts.seen(batch)
         ended = [e for e in batch if e[0] in ("done", "failed")]
         writer.write([e for e in batch if e[0] not in ("done", "failed")])
         if ended:
@@ -164,11 +171,12 @@ def _follow(process: HarnessProcess, writer: TranscriptWriter, check_abort: Chec
         check_abort()
 
 
-def _drain(process: HarnessProcess, writer: TranscriptWriter) -> None:
+def _drain(process: HarnessProcess, writer: TranscriptWriter, facts: TurnFacts) -> None:
     """After a cancel: what the harness still says until it stops (bounded)."""
     deadline = time.monotonic() + STOP_WAIT_SECONDS
     while time.monotonic() < deadline:
         batch = process.next_batch(POLL_SECONDS)
+        facts.seen(batch)
         writer.write([e for e in batch if e[0] not in ("done", "failed")])
         if any(e[0] in ("done", "failed") for e in batch):
             return

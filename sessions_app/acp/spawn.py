@@ -29,6 +29,7 @@ from ..runs.spawn import (
     start_child,
 )
 from ..runs.subagent_limits import limits_for
+from . import facts
 from .harnesses import Harness, HarnessError, configured
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ def spawn_acp(requester: Requester, request: SpawnRequest) -> dict[str, Any]:
             stream_to=request.stream_to,
             resume_session_id=resume,
         )
+        facts.spawned(run.session, harness=harness.id, cwd=str(cwd))
     return accepted_result(plan, run)
 
 

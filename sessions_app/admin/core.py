@@ -24,6 +24,7 @@ from django.utils.html import format_html, format_html_join
 from openclaw_common.errors import InvalidArgument
 
 from .. import store, transcript
+from ..acp import facts
 from ..lib import when
 from ..manage import config
 from ..manage.agents import upsert_agent
@@ -323,6 +324,8 @@ class SessionAdmin(ReadOnlyModelAdmin):
                 "transcript_page": page,
                 "subagent_tree": self.subagent_tree(session),
                 "can_act": self.has_change_permission(request, session),
+                # An ACP child's harness facts, as the browser's panel shows them (None: not one).
+                "acp": facts.page_facts(session),
             }
         return super().change_view(request, object_id, form_url, {**extra, **(extra_context or {})})
 

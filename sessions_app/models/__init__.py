@@ -7,6 +7,7 @@ Rules about one row live on the model, rules about many on its QuerySet (STYLE.m
 """
 
 # Migrations name default_acp_allowed_agents, new_session_id and now_ms by this dotted path.
+from .acp import AcpChild, AcpPermission
 from .completions import Completion, CompletionQuerySet
 from .core import (
     Agent,
@@ -29,6 +30,8 @@ from .events import SessionEvent
 from .watchers import SessionNotification, SessionWatcher
 
 __all__ = [
+    "AcpChild",
+    "AcpPermission",
     "Agent",
     "ApiKey",
     "ChannelConfig",

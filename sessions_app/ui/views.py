@@ -25,6 +25,7 @@ from openclaw_common import keys
 from openclaw_common.errors import InvalidArgument, NotFound
 
 from .. import store
+from ..acp import facts
 from ..lib import charts
 from ..models import Agent, GatewayConfig, Session
 from ..reads.jsonl_export import jsonl_response
@@ -188,6 +189,8 @@ def _panel_context(request, session: Session, settings: keys.KeySettings, urls: 
         "policy_choices": POLICY_CHOICES,
         "current_policy": row.get("sendPolicy") or "inherit",
         "urls": urls,
+        # An ACP child's harness, session, cwd, warm or not, permission decisions (None: not one).
+        "acp": facts.page_facts(session),
     }
 
 
