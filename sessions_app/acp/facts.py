@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from openclaw_common import keys
 
-from ..lib import sanitize
+from ..lib import sanitize, when
 from ..models import AcpChild, AcpPermission, Run, Session
 from ..runs.engine import worker_name
 
@@ -160,7 +160,7 @@ def page_facts(session: Session, *, now: datetime | None = None) -> dict[str, An
         "turn_ended_at": row.turn_ended_at,
         "state": state,
         "state_text": state_text,
-        "warm_until": row.warm_until if state == "warm" else None,
+        "warm_until": _until(row.warm_until, now) if state == "warm" else "",
         "warm_seconds": row.warm_seconds,
         "decisions": [_decision(d) for d in decisions[:DECISIONS_SHOWN]],
         "decisions_more": len(decisions) > DECISIONS_SHOWN,
@@ -182,6 +182,16 @@ def _warmth(row: AcpChild, now: datetime) -> tuple[str, str]:
     if row.warm_until is not None:
         return "cold", "its process was kept warm after the last turn, and has ended since"
     return "cold", "its process has ended: the next turn starts a new one"
+
+
+def _until(at: datetime | None, now: datetime) -> str:
+    """ "06:30:15 UTC (about 4 min from now)": lib/when's times say how long ago, and this one
+    is ahead."""
+    if at is None:
+        return ""
+    seconds = max(0, int((at - now).total_seconds()))
+    left = f"{seconds // 60} min" if seconds >= 60 else f"{seconds} s"
+    return f"{when.absolute(when.to_ms(at))} (about {left} from now)"
 
 
 def _reached_text(row: AcpChild) -> str:

@@ -52,6 +52,8 @@ def test_a_viewer_sees_the_harness_session_cwd_warmth_and_the_decision(
         assert row.cwd in shown
         assert 'class="badge acp-state acp-warm">warm</span>' in shown
         assert f"its process {row.pid} is kept warm by worker {row.worker}" in shown
+        until = row.warm_until.strftime("%Y-%m-%d %H:%M:%S UTC")
+        assert f"at the latest until {until} (about " in shown  # ahead: not "… ago"
         assert "acp-decision acp-allowed" in shown and "Read the task" in shown
         assert 'by permissionMode <span class="mono">read-only</span>' in shown
 
