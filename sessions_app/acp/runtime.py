@@ -163,9 +163,9 @@ def _follow(
     """Write what comes until the turn ends; returns the ("done" | "failed", data) event."""
     while True:
         batch = process.next_batch(POLL_SECONDS)
-        facts.seen(batch)
         ended = [e for e in batch if e[0] in ("done", "failed")]
         writer.write([e for e in batch if e[0] not in ("done", "failed")])
+        facts.seen(batch)  # after: the first words stream before this turn's row is written
         if ended:
             return ended[0]
         check_abort()
@@ -176,8 +176,8 @@ def _drain(process: HarnessProcess, writer: TranscriptWriter, facts: TurnFacts) 
     deadline = time.monotonic() + STOP_WAIT_SECONDS
     while time.monotonic() < deadline:
         batch = process.next_batch(POLL_SECONDS)
-        facts.seen(batch)
         writer.write([e for e in batch if e[0] not in ("done", "failed")])
+        facts.seen(batch)
         if any(e[0] in ("done", "failed") for e in batch):
             return
 
