@@ -330,6 +330,13 @@ OPENCLAW_ACP_ENV = _env_list(
 OPENCLAW_ACP_SANDBOX = os.environ.get("OPENCLAW_ACP_SANDBOX", "auto")
 # The uids (and gids) handed to harness working directories, one each, never twice.
 OPENCLAW_ACP_UIDS = os.environ.get("OPENCLAW_ACP_UIDS", "2000000000-2000999999")
+# Where a harness with `sessionTools` reaches this service's MCP server (/mcp/): the worker
+# hands it this URL with a key for the turn (sessions_app/acp/session_tools.py). Loopback, or a
+# host OPENCLAW_OUTBOUND_ALLOW names (over https): the key goes nowhere else. `manage.py serve`
+# gives its worker the address it serves on; a worker started on its own defaults to PORT.
+OPENCLAW_MCP_URL = os.environ.get(
+    "OPENCLAW_MCP_URL", f"http://127.0.0.1:{os.environ.get('PORT', '8000')}/mcp/"
+)
 
 # import_openclaw: a transcript line longer than this is reported and skipped (docs/import.md).
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("OPENCLAW_IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))

@@ -4,6 +4,7 @@ per test, for harnesses that speak only that API (Codex: `wire_api = "responses"
     fake = FakeResponses().start()
     fake.reply("Looking at the file.", chunks=3)              # text deltas, then the message
     fake.function_call("shell", {"command": ["cat", "a.txt"]})  # a function call
+    fake.function_call("sessions_list", {}, namespace="mcp__openclaw")  # an MCP server's tool
     fake.reply("Done.")                                      # the final message
     ... base_url = fake.base_url  (http://127.0.0.1:<port>/v1)
     assert fake.requests[1].body["input"][-1]["type"] == "function_call_output"
@@ -76,9 +77,13 @@ class FakeResponses:
         """Queue an answer that streams `text` in `chunks` deltas, then ends the response."""
         self._queue_items(self._message(text, chunks))
 
-    def function_call(self, name: str, arguments: Any, *, text: str = "") -> str:
+    def function_call(
+        self, name: str, arguments: Any, *, text: str = "", namespace: str = ""
+    ) -> str:
         """Queue an answer that calls `name` (arguments: a dict is JSON-encoded, a str is sent as
-        it is), after streaming `text` when given. Returns the call_id."""
+        it is), after streaming `text` when given. `namespace`: the tool namespace the function
+        is in (Codex offers an MCP server's tools as the namespace `mcp__<server>`). Returns the
+        call_id."""
         call_id = f"call_{uuid.uuid4().hex[:12]}"
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments)
@@ -87,6 +92,7 @@ class FakeResponses:
             "id": f"fc_{uuid.uuid4().hex[:12]}",
             "call_id": call_id,
             "name": name,
+            **({"namespace": namespace} if namespace else {}),
             "arguments": arguments,
             "status": "completed",
         }

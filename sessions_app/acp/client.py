@@ -43,6 +43,7 @@ import json
 import logging
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -55,6 +56,7 @@ from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
     FileSystemCapabilities,
+    HttpMcpServer,
     Implementation,
     ReadTextFileResponse,
     RequestPermissionResponse,
@@ -88,6 +90,14 @@ READ_ONLY_KINDS = ("read", "search", "think", "fetch")
 REAP_SECONDS = 1.0  # how often idle warm processes are looked at
 
 Event = tuple[str, dict[str, Any]]
+
+# An API key's plaintext (models.ApiKey: `ocs_<lookup>_<secret>`), as a harness with the session
+# tools holds one: never let what a harness writes carry it into the worker's log.
+_API_KEY = re.compile(r"ocs_[0-9a-f]{12}_[A-Za-z0-9_\-]+")
+
+
+def redact(text: str) -> str:
+    return _API_KEY.sub("ocs_[redacted]", text)
 
 
 class HarnessFailed(Exception):
@@ -249,6 +259,7 @@ class Connection:
         self.turn: HarnessProcess | None = None
         self.sessions: set[str] = set()
         self.load_session = False
+        self.mcp_http = False  # it announced mcpCapabilities.http: it takes our MCP server
         self.idle_since = time.monotonic()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=50)
         self.garbage: str | None = None
@@ -299,6 +310,8 @@ class Connection:
         )
         capabilities = getattr(response, "agent_capabilities", None)
         self.load_session = bool(getattr(capabilities, "load_session", False))
+        mcp = getattr(capabilities, "mcp_capabilities", None)
+        self.mcp_http = bool(getattr(mcp, "http", False))
 
     async def starting(self, call: Any) -> Any:
         """A start-up request (initialize, session/new, session/load) within startTimeoutSeconds."""
@@ -333,7 +346,11 @@ class Connection:
                 if not isinstance(message, dict):
                     # What it said goes to the log only: run errors are read by every reader
                     # of the session, and a harness's output may hold anything.
-                    log.warning("ACP harness pid %s wrote non-JSON-RPC: %r", proc.pid, text[:200])
+                    log.warning(
+                        "ACP harness pid %s wrote non-JSON-RPC: %r",
+                        proc.pid,
+                        redact(text[:200].decode("utf-8", "replace")),
+                    )
                     self.garbage = f"a line of {len(text)} bytes"
                     break
                 reader.feed_data(text + b"\n")
@@ -357,9 +374,11 @@ class Connection:
             ended = f"exited with code {code}" if code is not None else "closed its stdout"
             return f"the harness {ended} during the turn{self.stderr_note()}"
         if isinstance(exc, RequestError):
-            log.warning("ACP harness pid %s answered with an error: %s", self.pid, exc)
+            log.warning("ACP harness pid %s answered with an error: %s", self.pid, redact(str(exc)))
             return "the harness answered with an error" + self.stderr_note()
-        log.warning("ACP harness pid %s sent an invalid ACP message: %s", self.pid, exc)
+        log.warning(
+            "ACP harness pid %s sent an invalid ACP message: %s", self.pid, redact(str(exc))
+        )
         return "the harness sent an invalid ACP message (the worker's log has it)"
 
     def stderr_note(self) -> str:
@@ -368,7 +387,7 @@ class Connection:
         tail = "\n".join(self.stderr_tail)[-STDERR_TAIL:].strip()
         if not tail:
             return ""
-        log.warning("ACP harness stderr (last %d chars):\n%s", STDERR_TAIL, tail)
+        log.warning("ACP harness stderr (last %d chars):\n%s", STDERR_TAIL, redact(tail))
         return "; its stderr is in the worker's log"
 
     def kill(self) -> None:
@@ -501,13 +520,20 @@ class HarnessProcess:
         prompt: str,
         run_as: RunAs | None = None,
         resume: str | None = None,
+        mcp_server: HttpMcpServer | None = None,
+        mcp_note: dict[str, Any] | None = None,
         pool: Pool = POOL,
     ):
+        """`mcp_server`: this service's MCP server for the turn's ACP session, with the turn's
+        key (session_tools.py); `mcp_note`: what the start message's `acp` says of the session
+        tools (no secret): `sessionTools` when handed over, `sessionToolsNote` when not."""
         self.harness = harness
         self.cwd = cwd
         self.prompt = prompt
         self.run_as = run_as or RunAs(None)
         self.resume = resume or None
+        self.mcp_server = mcp_server
+        self.mcp_note = mcp_note or {}
         self.pool = pool
         self.events: queue.Queue[Event] = queue.Queue()
         self.replaying = False
@@ -603,35 +629,57 @@ class HarnessProcess:
             else:
                 await connection.close()
 
+    def _mcp_servers(self, connection: Connection) -> tuple[list[HttpMcpServer], dict[str, Any]]:
+        """What session/new or session/load hands the harness, and what the start message says
+        of it: our MCP server when the turn has one and the harness takes MCP over HTTP."""
+        if self.mcp_server is None:
+            return [], dict(self.mcp_note)  # off, or why they could not be offered
+        if not connection.mcp_http:
+            return [], {
+                "sessionToolsNote": "The session tools were not offered: the harness does not "
+                "announce MCP over HTTP (mcpCapabilities.http)."
+            }
+        return [self.mcp_server], dict(self.mcp_note)
+
     async def _open_session(self, connection: Connection) -> tuple[str, dict[str, Any]]:
         """The ACP session of this turn, and how it was reached (for the start message)."""
         conn = connection.conn
         wanted = self.resume
-        if wanted and wanted in connection.sessions:
-            return wanted, {"resumed": "warm"}
+        servers, tools = self._mcp_servers(connection)
+        # A warm session with the session tools is loaded again in its process (below), to
+        # hand it this turn's key: its MCP server has the key of the turn that opened it.
+        if wanted and wanted in connection.sessions and not (servers and connection.load_session):
+            if servers:
+                tools = {
+                    "sessionToolsNote": "The session tools are not available in this turn: the "
+                    "warm ACP session holds the key of the turn that opened it, revoked when "
+                    "that turn ended, and the harness does not announce loadSession to be "
+                    "handed this turn's."
+                }
+            return wanted, {"resumed": "warm", **tools}
         if wanted and connection.load_session:
             self.replaying = True  # what it replays is in the transcript already
             try:
                 await connection.starting(
-                    conn.load_session(cwd=self.cwd, session_id=wanted, mcp_servers=[])
+                    conn.load_session(cwd=self.cwd, session_id=wanted, mcp_servers=servers)
                 )
             except RequestError as exc:
                 log.warning("ACP harness pid %s could not load %s: %s", connection.pid, wanted, exc)
             else:
                 connection.sessions.add(wanted)
-                return wanted, {"resumed": "load"}
+                return wanted, {"resumed": "load", **tools}
             finally:
                 self.replaying = False
-        session = await connection.starting(conn.new_session(cwd=self.cwd, mcp_servers=[]))
+        session = await connection.starting(conn.new_session(cwd=self.cwd, mcp_servers=servers))
         connection.sessions.add(session.session_id)
         if not wanted:
-            return session.session_id, {}
+            return session.session_id, tools
         why = (
             "it could not load it"
             if connection.load_session
             else "its process has ended and it does not announce loadSession"
         )
-        return session.session_id, {"notContinued": wanted, "why": why}
+        return session.session_id, {"notContinued": wanted, "why": why, **tools}
 
     async def _session(self, connection: Connection, *, warm: bool) -> bool:
         """The turn; True when it ended well enough for the process to stay warm."""

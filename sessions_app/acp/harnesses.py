@@ -11,7 +11,8 @@ admin's gateway settings), never by an agent: it names a program this service wi
         "cwdRoot": "/srv/workspaces/echo",      # every session's cwd stays inside it
         "permissionMode": "deny",               # deny (default) | read-only | allow-all
         "startTimeoutSeconds": 30,              # initialize + session/new must answer by then
-        "warmSeconds": 300                      # idle time a process stays up for the next turn
+        "warmSeconds": 300,                     # idle time a process stays up for the next turn
+        "sessionTools": false                   # hand it our MCP server with a key per turn
       }
     }
 """
@@ -45,6 +46,7 @@ KNOWN_KEYS = (
     "permissionMode",
     "startTimeoutSeconds",
     "warmSeconds",
+    "sessionTools",
 )
 DEFAULT_WARM_SECONDS = 300
 MAX_WARM_SECONDS = 86400
@@ -72,6 +74,13 @@ HARNESS_SCHEMA: dict[str, Any] = {
             "default": DEFAULT_WARM_SECONDS,
             "description": "How long an idle process stays up for the next turn (0: never).",
         },
+        "sessionTools": {
+            "type": "boolean",
+            "default": False,
+            "description": "Hand each turn this service's MCP server (/mcp/, OPENCLAW_MCP_URL) "
+            "with a key pinned to the child session, revoked when the turn ends: the harness "
+            "can call the session tools as the child (docs/acp.md).",
+        },
     },
     "required": ["command", "cwdRoot"],
     "additionalProperties": False,
@@ -93,6 +102,7 @@ class Harness:
     permission_mode: str = "deny"
     start_timeout: int = 30
     warm_seconds: int = DEFAULT_WARM_SECONDS
+    session_tools: bool = False  # our MCP server, with a key for the turn (session_tools.py)
 
     def environment(self, source: Mapping[str, str] | None = None) -> dict[str, str]:
         """Only the allowlisted variables (when set), plus the minimal PATH."""
@@ -139,6 +149,7 @@ class Harness:
             "permissionMode": self.permission_mode,
             "startTimeoutSeconds": self.start_timeout,
             "warmSeconds": self.warm_seconds,
+            "sessionTools": self.session_tools,
         }
 
 
@@ -232,6 +243,9 @@ def parse_harness(harness_id: str, definition: Any) -> Harness:
         raise InvalidArgument(
             f"{where}.warmSeconds must be an integer from 0 to {MAX_WARM_SECONDS}"
         )
+    tools = definition.get("sessionTools", False)
+    if not isinstance(tools, bool):
+        raise InvalidArgument(f"{where}.sessionTools must be true or false")
     if any("\x00" in s for s in (command, root, *args)):
         raise InvalidArgument(f"{where} must not contain NUL characters")
     return Harness(
@@ -243,6 +257,7 @@ def parse_harness(harness_id: str, definition: Any) -> Harness:
         permission_mode=mode,
         start_timeout=timeout,
         warm_seconds=warm,
+        session_tools=tools,
     )
 
 

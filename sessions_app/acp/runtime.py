@@ -14,8 +14,10 @@ call.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -25,11 +27,14 @@ from ..models import GatewayConfig, Message, Run
 from ..runs.backends import BackendError, TurnAborted, TurnOutput
 from ..runs.backends.base import CheckAbort
 from ..runs.flow_state import Flow
+from . import session_tools
 from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS, Event, HarnessProcess
 from .facts import TurnFacts
 from .harnesses import Harness, HarnessError, configured, deployment_refusal
 from .sandbox import run_as_for
 from .transcript import STOP_REASONS, TranscriptWriter
+
+log = logging.getLogger("openclaw.acp")
 
 POLL_SECONDS = 0.2
 # A turn is one django-q2 task, killed (with no chance to cancel) past Q_CLUSTER["timeout"]: the
@@ -96,12 +101,21 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         parent_key=flow.requester if flow.stream_to == "parent" else None,
         harness_id=harness.id,
     )
-    process = HarnessProcess(harness, cwd=cwd, prompt=run.message, run_as=run_as, resume=resume)
+    mcp_server, mcp_note = _session_tools(run, harness)
+    process = HarnessProcess(
+        harness,
+        cwd=cwd,
+        prompt=run.message,
+        run_as=run_as,
+        resume=resume,
+        mcp_server=mcp_server,
+        mcp_note=mcp_note,
+    )
     # The pages' ACP facts (facts.py): the session, the permission decisions, warm or not.
     facts = TurnFacts(run, harness.id, harness.warm_seconds)
     limit = task_limit_seconds()
-    process.start()
     try:
+        process.start()
         outcome = _follow(process, writer, _with_task_limit(check_abort, limit), facts)
     except TurnAborted as exc:
         process.request_cancel()
@@ -123,8 +137,27 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
         if not process.join(0):
             process.request_cancel()
             process.join(STOP_WAIT_SECONDS)
+        if mcp_server is not None:
+            # However the turn ended: the key dies with it (a warm process keeps it, refused).
+            # First: nothing written for the pages below may keep a key alive by failing.
+            session_tools.revoke(run)
         facts.ended(kept_warm=process.kept_warm, pid=process.pid)
     return _result(harness, outcome, writer)
+
+
+def _session_tools(run: Run, harness: Harness) -> tuple[Any, dict[str, Any]]:
+    """The MCP server (with this turn's key) for a harness with `sessionTools`, and what the
+    start message says of it; (None, {}) when it is off. A deployment whose OPENCLAW_MCP_URL
+    cannot be used runs the turn without them, and the start message says why."""
+    if not harness.session_tools:
+        return None, {}
+    try:
+        granted = session_tools.grant(run)
+    except session_tools.NotGranted as exc:
+        log.warning("ACP harness %s: no session tools: %s", harness.id, exc)
+        return None, {"sessionToolsNote": f"The session tools were not offered: {exc}."}
+    note = {"server": session_tools.SERVER_NAME, "url": granted.url, "keyId": granted.key_id}
+    return granted.server, {"sessionTools": note}
 
 
 def continuation(run: Run, flow: Flow) -> tuple[str | None, str | None]:

@@ -132,6 +132,14 @@ class Mapper:
             )
         if data.get("sandboxNote"):
             text += f"\n{data['sandboxNote']}"
+        tools = data.get("sessionTools")
+        if isinstance(tools, dict):
+            text += (
+                f"\nSession tools: MCP server {tools.get('server')} at {tools.get('url')}, as this "
+                f"session (API key id {tools.get('keyId')}, revoked when the turn ends)."
+            )
+        if data.get("sessionToolsNote"):
+            text += f"\n{data['sessionToolsNote']}"
         return text
 
     def finish(self, reason: str, *, stop_reason: str = "stop", error: str = "") -> list[dict]:

@@ -155,11 +155,13 @@ def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return address.is_global and not address.is_multicast
 
 
-def _address_allowed(address, networks) -> bool:
+def _in_networks(address, networks) -> bool:
     effective = _effective(address)
-    return is_public(address) or any(
-        a.version == n.version and a in n for n in networks for a in {address, effective}
-    )
+    return any(a.version == n.version and a in n for n in networks for a in {address, effective})
+
+
+def _address_allowed(address, networks) -> bool:
+    return is_public(address) or _in_networks(address, networks)
 
 
 def literal_address(host: str):
@@ -236,6 +238,40 @@ def check_url(url: str) -> Target:
             if not _address_allowed(address, networks):
                 raise _refusal(host, address)
     return Target(scheme, host, port, str(addresses[0]), path)
+
+
+def check_own_url(url: str, *, setting: str) -> str:
+    """A URL of this service that a credential is handed out with (OPENCLAW_MCP_URL: a harness
+    gets it with a key): the URL, or OutboundRefused naming `setting`. Stricter than check_url,
+    since what goes there is a key: every address the host resolves to must be loopback, or
+    named by OPENCLAW_OUTBOUND_ALLOW (a host, an IP or a CIDR; `*` does not do, nor does being
+    public: a public address is as likely someone else's), and a host that is not loopback
+    must be reached over https, so the key does not cross a network in the clear."""
+    try:
+        scheme, host, port, _ = _split(url)
+    except OutboundRefused as exc:
+        raise OutboundRefused(f"{setting} {url!r}: {exc}") from None
+    _, names, networks = _allow_entries()
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise Unresolved(f"{setting}: cannot resolve {host}: {exc.__class__.__name__}") from None
+    addresses = {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos}
+    loopback = bool(addresses) and all(_effective(a).is_loopback for a in addresses)
+    named = host.rstrip(".") in names or (
+        bool(addresses) and all(_in_networks(a, networks) for a in addresses)
+    )
+    if not (loopback or named):
+        raise OutboundRefused(
+            f"{setting} {url!r}: {host} is not a loopback address, nor one OPENCLAW_OUTBOUND_ALLOW "
+            "names; the key handed out with it would go there"
+        )
+    if not loopback and scheme != "https":
+        raise OutboundRefused(
+            f"{setting} {url!r}: {host} is not loopback, so it must be https (the key would "
+            "cross the network in the clear)"
+        )
+    return url
 
 
 # --- the request ---------------------------------------------------------------------------

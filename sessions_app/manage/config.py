@@ -242,7 +242,10 @@ SETTINGS: tuple[Setting, ...] = (
         "acp_agents",
         "json",
         help="ACP harnesses by id: {command, args?, env? (names passed through), cwdRoot, "
-        "permissionMode? (deny | read-only | allow-all), startTimeoutSeconds?}. Operators only.",
+        "permissionMode? (deny | read-only | allow-all), startTimeoutSeconds?, warmSeconds?, "
+        "sessionTools? (default false; true hands each turn this service's MCP server at "
+        "OPENCLAW_MCP_URL with a key pinned to the child session, under the child's visibility, "
+        "send policy, spawn limits and sandbox, revoked when the turn ends)}. Operators only.",
         cleaner=harnesses.clean_agents,
         shape=harnesses.AGENTS_SCHEMA,
     ),

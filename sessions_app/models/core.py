@@ -877,6 +877,22 @@ class ApiKeyQuerySet(AccessQuerySet):
     def usable(self):
         return self.filter(revoked_at__isnull=True)
 
+    def revoke(self, now=None) -> int:
+        """Revoke the usable keys of this set: one UPDATE, which moves the access version (every
+        process refuses them on its next request)."""
+        return self.usable().update(revoked_at=now or timezone.now())
+
+    def revoke_ended_acp_runs(self, now=None, *, limit: int = 500) -> int:
+        """Revoke the session-tools keys of ACP runs that are no longer queued or running (or
+        gone): the backstop for a turn that could not revoke its own key (a worker killed
+        outright). One read, and a write (moving the access version) only when there is one."""
+        in_flight = Run.objects.filter(
+            pk=models.OuterRef("acp_run_id"), status__in=[Run.QUEUED, Run.RUNNING]
+        )
+        ended = self.usable().filter(acp_run_id__isnull=False).filter(~models.Exists(in_flight))
+        ids = list(ended.values_list("pk", flat=True)[:limit])
+        return self.filter(pk__in=ids).revoke(now) if ids else 0
+
 
 class ApiKey(AccessModel):
     """A hashed API key with a scope (api.md §4). The plaintext is shown once, at creation."""
@@ -897,6 +913,19 @@ class ApiKey(AccessModel):
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # A key made for one turn of an ACP child whose harness has `sessionTools` on
+    # (acp/session_tools.py): pinned to the child, revoked when that run ends, and by the sweep
+    # for a run that ended without it (a worker killed outright). No constraint and nothing done
+    # on the run's deletion: deleting sessions and runs costs no query of this table, and a key
+    # whose run is gone counts as ended (the sweep revokes it).
+    acp_run = models.ForeignKey(
+        "Run",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
 
     objects = ApiKeyQuerySet.as_manager()
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from openclaw_common.taskqueue import keep_schedule
 
 from ..delivery import retry_due_deliveries
-from ..models import GatewayConfig, Run, Session
+from ..models import ApiKey, GatewayConfig, Run, Session
 from . import completions, engine, watchdog
 
 log = logging.getLogger("openclaw.runs")
@@ -41,6 +41,7 @@ def sweep(*, now: datetime | None = None, heartbeat_timeout: int | None = None) 
         "archived": 0,
         "deliveries": 0,
         "completions": 0,
+        "acpKeysRevoked": 0,
     }
 
     counts["dead"] = watchdog.end_dead_runs(now, seconds=timeout)
@@ -57,6 +58,8 @@ def sweep(*, now: datetime | None = None, heartbeat_timeout: int | None = None) 
         counts["requeued"] += 1
 
     counts["archived"] = archive_finished_subagents(now=now)
+    # Session-tools keys of ACP turns that ended without revoking them (acp/session_tools.py).
+    counts["acpKeysRevoked"] = ApiKey.objects.revoke_ended_acp_runs(now)
 
     counts["deliveries"] = retry_due_deliveries(now)
     counts["completions"] = retry_due_completions(now)

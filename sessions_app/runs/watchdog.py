@@ -30,7 +30,7 @@ from django.db import DatabaseError, close_old_connections
 from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Run
+from ..models import ApiKey, Run
 from . import engine, outage
 
 log = logging.getLogger("openclaw.runs")
@@ -113,6 +113,10 @@ def end_dead_runs(now: datetime, *, seconds: int | None = None) -> int:
     ended = 0
     for run in stale[:500]:
         ended += engine.finish_run(run, Run.ERROR, error=dead_worker_text(seconds))
+    if ended:
+        # An ACP turn whose worker died could not revoke its session-tools key (acp/
+        # session_tools.py): revoked now, with the run's end. The sweep does it for the rest.
+        ApiKey.objects.revoke_ended_acp_runs(now)
     return ended
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from sessions_app.acp.client import POOL
 from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV, CLOSED
+from tests.conftest import make_session
 
 
 @pytest.fixture(autouse=True)
@@ -23,3 +24,18 @@ def no_warm_harness_outlives_its_test():
     """Warm harness processes of this (test) process end with the test that started them."""
     yield
     POOL.shutdown()
+
+
+@pytest.fixture
+def no_heartbeat(monkeypatch):
+    """For a turn run in the test process (tests/runs/helpers.drain): it lasts seconds (a real
+    process starts), inside the test's transaction, where the heartbeat thread's own connection
+    would wait for that transaction's lock (SQLite)."""
+    monkeypatch.setattr("sessions_app.runs.engine.HEARTBEAT_SECONDS", 3600)
+
+
+@pytest.fixture
+def home(agents, tmp_path):
+    """agent:main:main, and a directory for the harness's cwdRoot."""
+    make_session("main")
+    return tmp_path

@@ -13,6 +13,9 @@
 - resumable: announces loadSession; a loaded session replays "REPLAYED" (which the client must
   not store again); each turn says its session id, how it got it and how many prompts the
   session has had in this process;
+- tools: announces loadSession and MCP over HTTP (mcpCapabilities.http); each turn says, as
+  JSON, its session id, how the session was opened (new, loaded) and the MCP servers the client
+  handed it then (name, url, the key's lookup: never the key);
 - slow: one chunk a second for a minute, honouring session/cancel (and noting it in a file);
   what it has said so far is in `said.txt` in its cwd (its text is stored only when the
   segment ends, so a test waits for this file instead).
@@ -32,11 +35,22 @@ from acp.schema import (
     AgentCapabilities,
     InitializeResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptResponse,
 )
 
 HOW = sys.argv[1]
+
+
+def servers(given: Any) -> list[dict]:
+    """The MCP servers a session was handed: name, url and the key's lookup (`ocs_<lookup>_…`)."""
+    said = []
+    for server in given or []:
+        headers = {h.name: h.value for h in getattr(server, "headers", [])}
+        token = headers.get("Authorization", "").removeprefix("Bearer ")
+        said.append({"name": server.name, "url": server.url, "lookup": token.split("_")[1]})
+    return said
 
 
 class Misbehaving(Agent):
@@ -49,6 +63,13 @@ class Misbehaving(Agent):
         self.client = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        if HOW == "tools":
+            return InitializeResponse(
+                protocol_version=PROTOCOL_VERSION,
+                agent_capabilities=AgentCapabilities(
+                    load_session=True, mcp_capabilities=McpCapabilities(http=True)
+                ),
+            )
         if HOW == "resumable":
             return InitializeResponse(
                 protocol_version=PROTOCOL_VERSION,
@@ -57,6 +78,10 @@ class Misbehaving(Agent):
         return InitializeResponse(protocol_version=PROTOCOL_VERSION)
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        if HOW == "tools":
+            session_id = f"t{os.getpid()}-{len(self.sessions)}"
+            self.sessions[session_id] = ["new", *servers(kwargs.get("mcp_servers"))]
+            return NewSessionResponse(session_id=session_id)
         if HOW in ("resumable", "files"):
             session_id = f"{HOW[0]}{os.getpid()}-{len(self.sessions)}"
             self.sessions[session_id] = ["new"]
@@ -66,6 +91,9 @@ class Misbehaving(Agent):
     async def load_session(
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> LoadSessionResponse | None:
+        if HOW == "tools":
+            self.sessions[session_id] = ["loaded", *servers(kwargs.get("mcp_servers"))]
+            return LoadSessionResponse()
         self.sessions[session_id] = ["loaded"]
         await self.client.session_update(session_id, update_agent_message_text("REPLAYED"))
         return LoadSessionResponse()
@@ -112,6 +140,11 @@ class Misbehaving(Agent):
         if HOW == "files":
             requests = json.loads(prompt[0].text)
             await self.say(json.dumps([await self.ask(session_id, r) for r in requests]))
+            return PromptResponse(stop_reason="end_turn")
+        if HOW == "tools":
+            how, *given = self.sessions[session_id]
+            text = json.dumps({"session": session_id, "how": how, "servers": given})
+            await self.client.session_update(session_id, update_agent_message_text(text))
             return PromptResponse(stop_reason="end_turn")
         if HOW == "resumable":
             self.sessions[session_id].append("prompt")

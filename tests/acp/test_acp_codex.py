@@ -2,24 +2,28 @@
 tests/acp/codex_acp.py) on a scripted OpenAI Responses server (tests/fake_responses.py), spawned
 through sessions_spawn on a real server and worker. Codex says something, reads a file in its
 confined cwd, asks permission for a patch that writes one (answered by permissionMode), streams
-its final answer, and the parent hears it. Skipped, with the reason, only when npm cannot reach
-the registry (a failure under OPENCLAW_REQUIRE_CODEX_ACP=1)."""
+its final answer, and the parent hears it. With `sessionTools` on, the scripted model calls the
+session tools through the MCP server Codex was handed (issue 27 item 4). Skipped, with the
+reason, only when npm cannot reach the registry (a failure under OPENCLAW_REQUIRE_CODEX_ACP=1)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 
-from sessions_app.models import Completion, Message, Run, Session
+from sessions_app.models import ApiKey, Completion, Message, Run, Session
 from tests.acp.codex_acp import harness, install
 from tests.acp.harness_fixtures import ACP_COMMANDS, ACP_ENV, CLOSED, register
 from tests.acp.test_acp_live import history, text
+from tests.conftest import add_messages, assistant, make_agent, make_session
 from tests.fake_responses import FakeResponses
 from tests.live.test_across_processes import SSE
 from tests.servers import start_server, start_worker, wait_until
@@ -103,7 +107,15 @@ def world(server, codex, fake, settings, shared_tmp, two_agents, main_token):
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir()
     codex_home.chmod(0o1777)
-    worker = start_worker(workers=2, env={**codex["env"], "CODEX_HOME": str(codex_home)})
+    # The worker hands harnesses with sessionTools this server's /mcp/ (OPENCLAW_MCP_URL).
+    worker = start_worker(
+        workers=2,
+        env={
+            **codex["env"],
+            "CODEX_HOME": str(codex_home),
+            "OPENCLAW_MCP_URL": f"{server.url}/mcp/",
+        },
+    )
     yield {
         "server": server,
         "agent": main_token,
@@ -192,6 +204,11 @@ def test_a_codex_child_reads_and_writes_in_its_cwd_asks_and_the_parent_hears(wor
     ]
     assert NOTES in outputs[0]  # what the model was given back: the file's text
     assert fake.pending == 0 and len(fake.posts()) == 3  # and nothing else was asked
+    # sessionTools is off (the default): Codex was handed no MCP server, so it offers the model
+    # no MCP tools (they come as a namespace `mcp__<server>`), and no key was made.
+    offered = fake.posts()[0].body["tools"]
+    assert not [t for t in offered if str(t.get("name", "")).startswith("mcp__")]
+    assert not ApiKey.objects.filter(acp_run_id=run_id).exists()
     # Codex kept its state where CODEX_HOME (passed by the harness's env list) says.
     assert (world["codex_home"] / "sessions").is_dir()
     # As root, the worker ran it as the user of its cwd (sandbox.py), who wrote answer.txt.
@@ -278,3 +295,86 @@ def test_a_patch_denied_by_permission_mode_writes_nothing_and_the_parent_hears_w
         ).exists(),
         timeout=60,
     )
+
+
+SIBLING_FINDING = "The flaky test is test_parser: it reads the clock."
+TO_PARENT = "Codex here: my sibling found the flaky test (test_parser); I am fixing it."
+TOOLS_REPLY = "My sibling found test_parser reads the clock; I told the parent."
+
+
+def test_a_codex_child_calls_the_session_tools_through_mcp_with_a_key_of_its_turn(world, fake):
+    """sessionTools on: Codex gets /mcp/ with a key pinned to the child; the scripted model reads
+    a sibling's transcript (sessions_history) and messages the parent (sessions_send) through
+    the MCP tools Codex offers it; both land, and the key is revoked when the turn ends."""
+    definition = harness(world["binary"], fake.base_url, world["root"])
+    register(codex={**definition, "sessionTools": True}, default="codex")
+    make_agent("codex")
+    sibling = make_session(f"agent:codex:acp:{uuid.uuid4()}", spawnedBy="agent:main:main")
+    add_messages(sibling, assistant(SIBLING_FINDING))
+    read = fake.function_call(
+        "sessions_history",
+        {"sessionKey": sibling.key, "limit": 5},
+        text="Let me see what my sibling found.",
+        namespace="mcp__openclaw",
+    )
+    send = fake.function_call(
+        "sessions_send",
+        {"sessionKey": "agent:main:main", "message": TO_PARENT, "timeoutSeconds": 0},
+        namespace="mcp__openclaw",
+    )
+    fake.reply(TOOLS_REPLY, chunks=2)
+    accepted = spawn(world, label="codex-tools")
+    key, run_id = accepted["childSessionKey"], accepted["runId"]
+    wait_until(lambda: finished(run_id), timeout=120)
+    run = Run.objects.get(pk=run_id)
+    assert run.status == Run.OK, run.error
+    assert run.reply == TOOLS_REPLY
+
+    # What the model was given back: the sibling's transcript, then the send's acceptance.
+    outputs = {
+        item["call_id"]: str(item["output"])
+        for request in fake.posts()
+        for item in request.body["input"]
+        if item.get("type") == "function_call_output"
+    }
+    assert SIBLING_FINDING in outputs[read], outputs
+    assert '"status":"accepted"' in outputs[send].replace(" ", ""), outputs
+    # The parent got the message, from the child.
+    assert Message.objects.filter(
+        session__key="agent:main:main", content__icontains=TO_PARENT
+    ).exists()
+    # The child's transcript has both calls, paired with their results.
+    messages = history(world, key)
+    allowed = "Permission allowed by permissionMode allow-all: Approve MCP tool call"
+    calls = [
+        (m["role"], m["content"][0]["title"] if call_name(m) else text(m))
+        for m in messages
+        if call_name(m) or text(m).startswith("Permission")
+    ]
+    # Codex asks permission for each MCP tool call (kind other): allow-all lets them run.
+    assert calls == [
+        ("assistant", "Tool: openclaw/sessions_history"),
+        ("system", allowed),
+        ("assistant", "Tool: openclaw/sessions_send"),
+        ("system", allowed),
+    ], calls
+    results = [m for m in messages if m["role"] == "toolResult"]
+    assert [r["toolCallId"] for r in results] == [
+        m["content"][0]["id"] for m in messages if call_name(m)
+    ]
+    assert SIBLING_FINDING in json.dumps(results[0]["content"])
+    assert not results[0].get("isError") and not results[1].get("isError")
+    # The key: pinned to the child, of the harness's agent, named in the start message (its id,
+    # never its plaintext), and revoked now that the turn is over.
+    api_key = ApiKey.objects.get(acp_run_id=run_id)
+    assert (api_key.scope, api_key.agent_id, api_key.session_key) == ("agent", "codex", key)
+    assert api_key.revoked_at is not None
+    start = Message.objects.get(session__key=key, extra__acp__event="started")
+    assert start.extra["acp"]["sessionTools"]["keyId"] == api_key.pk
+    assert f"API key id {api_key.pk}, revoked when the turn ends" in text(
+        {"content": start.content}
+    )
+    stored = json.dumps([m.content for m in Message.objects.all()]) + json.dumps(
+        [m.extra for m in Message.objects.all()]
+    )
+    assert "ocs_" not in stored

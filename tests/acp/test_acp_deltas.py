@@ -14,15 +14,13 @@ from tests.conftest import make_session
 from tests.live.conftest import _fast_live, _stop_hubs, connected, db  # noqa: F401
 from tests.runs.helpers import drain
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.asyncio,
+    pytest.mark.usefixtures("no_heartbeat"),
+]
 
 TASK = "Say this back to me, in a few pieces, slowly."
-
-
-@pytest.fixture(autouse=True)
-def _no_heartbeat(monkeypatch):
-    # As in test_acp_turns: the turn runs for seconds on this test's database.
-    monkeypatch.setattr("sessions_app.runs.engine.HEARTBEAT_SECONDS", 3600)
 
 
 def spawn(api, **args) -> tuple[str, str]:

@@ -16,6 +16,8 @@ from tests.acp.test_acp_turns import texts, transcript
 from tests.conftest import make_session
 from tests.runs.helpers import drain
 
+pytestmark = pytest.mark.usefixtures("no_heartbeat")
+
 
 @pytest.fixture
 def cwd(tmp_path):
@@ -99,11 +101,6 @@ def test_a_cwd_replaced_since_the_turn_began_is_refused(cwd, tmp_path):
 
 
 # --- through a harness process and a turn ------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def _no_heartbeat(monkeypatch):
-    monkeypatch.setattr("sessions_app.runs.engine.HEARTBEAT_SECONDS", 3600)
 
 
 def test_a_harness_reads_and_writes_in_its_cwd_and_is_refused_elsewhere(agent_main, cwd, tmp_path):

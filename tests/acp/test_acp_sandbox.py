@@ -28,6 +28,8 @@ from tests.conftest import make_agent, make_session
 from tests.runs.helpers import drain
 from tests.servers import start_server, start_worker, wait_until
 
+pytestmark = pytest.mark.usefixtures("no_heartbeat")
+
 _ROOT = pytest.mark.skipif(
     os.geteuid() != 0, reason="a harness gets a user of its own only from a worker run as root"
 )
@@ -43,11 +45,6 @@ SQLITE_HEADER = "SQLite format 3"
 ON_SQLITE = pytest.mark.skipif(
     connection.vendor != "sqlite", reason="tries the SQLite database file and var/secret_key"
 )
-
-
-@pytest.fixture(autouse=True)
-def _no_heartbeat(monkeypatch):
-    monkeypatch.setattr("sessions_app.runs.engine.HEARTBEAT_SECONDS", 3600)
 
 
 @pytest.fixture

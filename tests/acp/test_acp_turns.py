@@ -11,30 +11,12 @@ import pytest
 
 from sessions_app.models import Completion, Message, Run, Session
 from tests.acp.harness_fixtures import echo, misbehaving, register
-from tests.conftest import admin_groups, make_session, set_config
+from tests.acp.turn_helpers import TASK, spawn
+from tests.conftest import admin_groups, set_config
 from tests.runs.helpers import drain
 from tests.ui.conftest import client_for, make_user
 
-TASK = "Hello there, this is the task text to echo back."
-
-
-@pytest.fixture(autouse=True)
-def _no_heartbeat(monkeypatch):
-    # Turns here last seconds (a real process starts), inside the test's transaction: the
-    # heartbeat thread's own connection would wait for that transaction's lock (SQLite).
-    monkeypatch.setattr("sessions_app.runs.engine.HEARTBEAT_SECONDS", 3600)
-
-
-@pytest.fixture
-def home(agents, tmp_path):
-    make_session("main")
-    return tmp_path
-
-
-def spawn(api, **args) -> tuple[Session, Run]:
-    result = api.details("sessions_spawn", {"task": TASK, "runtime": "acp", **args})
-    assert result["status"] == "accepted", result
-    return Session.objects.get(key=result["childSessionKey"]), Run.objects.get(pk=result["runId"])
+pytestmark = pytest.mark.usefixtures("no_heartbeat")
 
 
 def transcript(session: Session) -> list[Message]:

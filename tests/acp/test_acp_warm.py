@@ -16,29 +16,12 @@ from sessions_app.acp.client import POOL
 from sessions_app.models import ApiKey, Message, Run, Session
 from tests.acp.harness_fixtures import echo, misbehaving, register
 from tests.acp.test_acp_live import gone
+from tests.acp.turn_helpers import TASK, spawn_and_run
 from tests.conftest import make_agent, make_session
 from tests.runs.helpers import drain
 from tests.servers import start_server, start_worker, wait_until
 
-TASK = "Hello there, this is the task text to echo back."
-
-
-@pytest.fixture(autouse=True)
-def _no_heartbeat(monkeypatch):
-    monkeypatch.setattr("sessions_app.runs.engine.HEARTBEAT_SECONDS", 3600)
-
-
-@pytest.fixture
-def home(agents, tmp_path):
-    make_session("main")
-    return tmp_path
-
-
-def spawn(api, **args) -> tuple[Session, Run]:
-    result = api.details("sessions_spawn", {"task": TASK, "runtime": "acp", **args})
-    assert result["status"] == "accepted", result
-    drain()
-    return Session.objects.get(key=result["childSessionKey"]), Run.objects.get(pk=result["runId"])
+pytestmark = pytest.mark.usefixtures("no_heartbeat")
 
 
 def send(api, child: Session, message: str) -> Run:
@@ -57,7 +40,7 @@ def starts(child: Session) -> list[dict]:
 
 def test_a_follow_up_continues_the_acp_session_in_the_warm_process(agent_main, home):
     register(echo=echo(home))
-    child, run = spawn(agent_main)
+    child, run = spawn_and_run(agent_main)
     assert run.status == Run.OK
     first = starts(child)[0]
     assert first["warm"] is False and POOL.warm_pids() == [first["pid"]]
@@ -68,7 +51,7 @@ def test_a_follow_up_continues_the_acp_session_in_the_warm_process(agent_main, h
     assert (second["sessionId"], second["pid"]) == (first["sessionId"], first["pid"])
     assert second["text"].startswith(f"ACP harness echo continued session {first['sessionId']}")
     # Another child working in the same directory: the same process, a session of its own.
-    other, _ = spawn(agent_main)
+    other, _ = spawn_and_run(agent_main)
     third = starts(other)[0]
     assert third["pid"] == first["pid"] and third["sessionId"] != first["sessionId"]
     assert "resumed" not in third
@@ -78,7 +61,7 @@ def test_a_harness_not_kept_warm_ends_with_its_turn_and_a_follow_up_says_what_it
     agent_main, home
 ):
     register(echo=echo(home, warmSeconds=0))
-    child, _ = spawn(agent_main)
+    child, _ = spawn_and_run(agent_main)
     first = starts(child)[0]
     assert POOL.warm_pids() == []
     assert send(agent_main, child, "once more").status == Run.OK
@@ -93,7 +76,7 @@ def test_a_harness_not_kept_warm_ends_with_its_turn_and_a_follow_up_says_what_it
 
 def test_without_a_warm_process_a_harness_that_announces_load_session_loads_it(agent_main, home):
     register(echo=misbehaving(home, "resumable", warmSeconds=0))
-    child, run = spawn(agent_main)
+    child, run = spawn_and_run(agent_main)
     first = starts(child)[0]
     assert run.reply == f"{first['sessionId']} new prompt 1"
     again = send(agent_main, child, "more")
@@ -107,7 +90,7 @@ def test_without_a_warm_process_a_harness_that_announces_load_session_loads_it(a
 
 def test_spawn_resume_session_id_loads_that_session(agent_main, home):
     register(echo=misbehaving(home, "resumable"))
-    child, run = spawn(agent_main, resumeSessionId="codex-7f4a78e0")
+    child, run = spawn_and_run(agent_main, resumeSessionId="codex-7f4a78e0")
     started = starts(child)[0]
     assert started["resumed"] == "load" and started["sessionId"] == "codex-7f4a78e0"
     assert run.status == Run.OK and run.reply == "codex-7f4a78e0 loaded prompt 1"
@@ -118,7 +101,7 @@ def test_spawn_resume_session_id_on_a_harness_without_load_session_starts_anew_a
     agent_main, home
 ):
     register(echo=echo(home))
-    child, run = spawn(agent_main, resumeSessionId="gone-1")
+    child, run = spawn_and_run(agent_main, resumeSessionId="gone-1")
     started = starts(child)[0]
     assert run.status == Run.OK and started["notContinued"] == "gone-1"
     assert "ACP session gone-1 could not be continued" in started["text"]
@@ -147,7 +130,7 @@ def test_resume_session_id_is_checked(agent_main, home):
 
 def test_a_warm_process_that_died_is_replaced(agent_main, home):
     register(echo=echo(home))
-    child, _ = spawn(agent_main)
+    child, _ = spawn_and_run(agent_main)
     pid = starts(child)[0]["pid"]
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: POOL.warm_pids() == [], timeout=10)  # the pool noticed and let it go
@@ -160,10 +143,10 @@ def test_a_warm_process_that_died_is_replaced(agent_main, home):
 
 def test_a_failed_turn_keeps_no_process(agent_main, home):
     register(echo=misbehaving(home, "crash"))
-    _, run = spawn(agent_main)
+    _, run = spawn_and_run(agent_main)
     assert run.status == Run.ERROR and POOL.warm_pids() == []
     register(echo=misbehaving(home, "garbage"))
-    _, run = spawn(agent_main)
+    _, run = spawn_and_run(agent_main)
     assert run.status == Run.ERROR and POOL.warm_pids() == []
 
 
@@ -173,7 +156,7 @@ def test_a_warm_process_serves_only_the_same_environment_and_directory(
     monkeypatch.setenv("OPENCLAW_TEST_VISIBLE", "one")
     (home / "sub").mkdir()
     register(echo=misbehaving(home, "env", env=["OPENCLAW_TEST_VISIBLE"]))
-    child, _ = spawn(agent_main)
+    child, _ = spawn_and_run(agent_main)
     first = starts(child)[0]["pid"]
     # The environment's value changed (a rotated key): not the warm process.
     monkeypatch.setenv("OPENCLAW_TEST_VISIBLE", "two")
@@ -181,7 +164,7 @@ def test_a_warm_process_serves_only_the_same_environment_and_directory(
     second = starts(child)[1]["pid"]
     assert second != first
     # Another directory (another user, when sandboxed): not the warm process either.
-    other, run = spawn(agent_main, cwd="sub")
+    other, run = spawn_and_run(agent_main, cwd="sub")
     assert starts(other)[0]["pid"] not in (first, second)
     said = json.loads(run.reply)
     assert "OPENCLAW_TEST_VISIBLE" in said["env"] and said["cwd"] == str(home / "sub")

@@ -80,6 +80,16 @@ def test_serve_accepts_a_burst_of_connections(monkeypatch):
     assert command[command.index("--backlog") + 1] == "8192"
 
 
+def test_serve_tells_its_worker_where_harnesses_reach_mcp():
+    """OPENCLAW_MCP_URL for the worker `serve` starts (docs/acp.md, the session tools): the
+    address it serves on, a wildcard bind reached on loopback."""
+    from sessions_app.management.commands.serve import local_base
+
+    assert local_base("127.0.0.1", 8000) == "http://127.0.0.1:8000"
+    assert local_base("0.0.0.0", 9000) == "http://127.0.0.1:9000"
+    assert local_base("::", 9000) == "http://[::1]:9000"
+
+
 def test_serve_on_a_database_not_migrated_says_what_to_run(tmp_path):
     """A new checkout served without `make run` (or a new DATABASE_URL): one clear line, not a
     traceback from the first query (the schedule table)."""

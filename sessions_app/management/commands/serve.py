@@ -67,7 +67,13 @@ class Command(BaseCommand):
             self.stdout.write(text)
             self.stdout.flush()
             os.execv(command[0], command)
-        children = [subprocess.Popen(command), subprocess.Popen([python, "manage.py", "qcluster"])]
+        worker_env = {**os.environ}
+        # Where the worker's ACP harnesses reach /mcp/ (their session tools): here.
+        worker_env.setdefault("OPENCLAW_MCP_URL", f"{local_base(host, port)}/mcp/")
+        children = [
+            subprocess.Popen(command),
+            subprocess.Popen([python, "manage.py", "qcluster"], env=worker_env),
+        ]
         stopping = False
         announced = False
 
@@ -111,10 +117,19 @@ def banner(host: str, port: int, login: str | None) -> str:
     return "\n".join(lines)
 
 
+def local_address(host: str) -> str:
+    """The address this machine reaches the server's bind on: a wildcard bind on loopback."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def local_base(host: str, port: int) -> str:
+    address = local_address(host)
+    return f"http://{f'[{address}]' if ':' in address else address}:{port}"
+
+
 def accepts(host: str, port: int) -> bool:
     """Whether something accepts connections on the address the server binds."""
-    # A wildcard bind is reached on loopback.
-    address = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    address = local_address(host)
     try:
         with socket.create_connection((address, port), timeout=0.2):
             return True
