@@ -187,6 +187,7 @@ def test_operators_set_harnesses_over_the_config_api(operator, tmp_path):
         "permissionMode": "deny",
         "startTimeoutSeconds": 30,
         "warmSeconds": 300,
+        "sessionTools": False,
     }
 
 
@@ -292,6 +293,14 @@ def test_agent_keys_cannot_set_harnesses(agent_main, tmp_path):
             "startTimeoutSeconds must be an integer from 1 to 300",
         ),
         ({"x": {"command": "sh", "cwdRoot": "/tmp", "shell": True}}, "unknown key shell"),
+        (
+            {"x": {"command": "sh", "cwdRoot": "/tmp", "sessionTools": "yes"}},
+            "acp.agents.x.sessionTools must be true or false",
+        ),
+        (
+            {"x": {"command": "sh", "cwdRoot": "/tmp", "sessionTools": None}},
+            "acp.agents.x.sessionTools must be true or false",
+        ),
     ],
 )
 def test_bad_harness_definitions_are_a_400(operator, value, message):
