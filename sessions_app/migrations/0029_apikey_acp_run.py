@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0027_transcript_json_reads_surrogates'),
+        ('sessions_app', '0028_acp_page'),
     ]
 
     operations = [
