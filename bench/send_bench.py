@@ -359,7 +359,7 @@ class Processes:
         raise BenchError("server did not answer within 60 s")
 
     def start_worker(self) -> None:
-        self._spawn(["manage.py", "qcluster"], f"send-{self.label}-worker.log")
+        self._spawn(["manage.py", "worker"], f"send-{self.label}-worker.log")
 
     def stop(self) -> None:
         for process in self.groups:

@@ -186,8 +186,9 @@ SQLITE_OPTIONS = {
     "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=20000;",
 }
 DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
-# django-q2's cluster (`manage.py qcluster`): long-lived worker processes, forked.
-IN_QCLUSTER = "qcluster" in sys.argv
+# django-q2's cluster (`manage.py qcluster`, or `manage.py worker`, which supervises one):
+# long-lived worker processes, forked.
+IN_QCLUSTER = "qcluster" in sys.argv or sys.argv[1:2] == ["worker"]
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
 else:

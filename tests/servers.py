@@ -202,20 +202,28 @@ class LiveWorker:
         end_database_sessions(self.app_name)
 
 
-def start_worker(*, workers: int = 2, env: dict[str, str] | None = None) -> LiveWorker:
-    """A django-q2 cluster (`manage.py qcluster`) on the test database, in its own process group
-    (`env`: more environment, e.g. a setting)."""
+def start_worker(
+    *, workers: int = 2, env: dict[str, str] | None = None, log: Path | None = None
+) -> LiveWorker:
+    """A django-q2 cluster under its supervisor (`manage.py worker`, what `serve` runs) on the
+    test database, in its own process group (`env`: more environment, e.g. a setting; `log`: a
+    file for its output)."""
     app_name = unique_app_name("worker")
     env = child_env(**{**(env or {}), "PGAPPNAME": app_name})
     env["Q_WORKERS"] = str(workers)
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    output = log.open("w") if log else subprocess.DEVNULL
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    finally:
+        if log:
+            output.close()
     return LiveWorker(process, app_name)
 
 

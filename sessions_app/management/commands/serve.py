@@ -1,10 +1,12 @@
-"""Serve the ASGI app (uvicorn, or daphne) and one django-q2 worker cluster; Ctrl-C stops both.
+"""Serve the ASGI app (uvicorn, or daphne) and the worker (`manage.py worker`: one django-q2
+cluster, supervised); Ctrl-C stops both.
 
 uvicorn is the default: its WebSocket and streaming writes wait while a client's socket is full,
 which is what lets the live endpoints notice a slow reader (docs/live.md); daphne buffers
 without limit. Both serve HTTP, SSE and /ws/ from the same application.
 """
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -12,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
@@ -19,6 +22,12 @@ from django.urls import reverse
 from sessions_app.manage import retention
 from sessions_app.runs.sweeper import ensure_schedule
 from sessions_app.ui import demo_login as demo
+
+# A worker process that exits is started again after this long, doubling while it keeps
+# exiting, and from the start again once one has run for a minute.
+WORKER_FIRST_DELAY = 1.0
+WORKER_MAX_DELAY = 30.0
+WORKER_STABLE_SECONDS = 60.0
 
 
 class Command(BaseCommand):
@@ -70,10 +79,8 @@ class Command(BaseCommand):
         worker_env = {**os.environ}
         # Where the worker's ACP harnesses reach /mcp/ (their session tools): here.
         worker_env.setdefault("OPENCLAW_MCP_URL", f"{local_base(host, port)}/mcp/")
-        children = [
-            subprocess.Popen(command),
-            subprocess.Popen([python, "manage.py", "qcluster"], env=worker_env),
-        ]
+        server = subprocess.Popen(command)
+        worker = KeptWorker([python, "manage.py", "worker"], self.stderr.write, env=worker_env)
         stopping = False
         announced = False
 
@@ -84,15 +91,17 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            while not stopping and all(c.poll() is None for c in children):
+            while not stopping and server.poll() is None:
                 # The banner once the first page can be served, so it is the last thing on the
                 # screen, after the server's own start-up lines (issue 29.1).
-                if not announced and accepts(host, port) and children[0].poll() is None:
+                if not announced and accepts(host, port) and server.poll() is None:
                     self.stdout.write(text)
                     self.stdout.flush()
                     announced = True
+                worker.keep()
                 time.sleep(0.2)
         finally:
+            children = [server, worker.process]
             for child in children:
                 if child.poll() is None:
                     child.send_signal(signal.SIGTERM)
@@ -102,9 +111,49 @@ class Command(BaseCommand):
                     child.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     child.kill()
-        failed = [c.returncode for c in children if c.returncode not in (0, -signal.SIGTERM, None)]
-        if failed and not stopping:
+            worker.end_group()
+        if server.returncode not in (0, -signal.SIGTERM, None) and not stopping:
             raise SystemExit(1)
+
+
+class KeptWorker:
+    """The worker process (`manage.py worker`, which supervises its cluster), started again
+    should it exit itself (a SIGKILL, the OOM killer): the server never runs without one for
+    long. After `WORKER_FIRST_DELAY`, doubling while it keeps exiting, from the start again
+    once one has run for `WORKER_STABLE_SECONDS`."""
+
+    def __init__(self, command: list[str], say: Callable[[str], object], *, env: dict[str, str]):
+        self.command, self.say, self.env = command, say, env
+        self.process = self.start()
+        self.started = time.monotonic()
+        self.restart_at: float | None = None
+        self.delay = WORKER_FIRST_DELAY
+
+    def start(self) -> subprocess.Popen:
+        # A process group of its own: a worker that dies leaves its cluster's processes (the
+        # sentinel and the workers it forked) in it, to be ended before the next one starts.
+        # The terminal's Ctrl-C reaches it through this command's handler.
+        return subprocess.Popen(self.command, start_new_session=True, env=self.env)
+
+    def end_group(self) -> None:
+        """End what is left of the worker's process group (nothing, after a clean stop)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def keep(self) -> None:
+        if self.restart_at is None and self.process.poll() is not None:
+            self.end_group()
+            if time.monotonic() - self.started >= WORKER_STABLE_SECONDS:
+                self.delay = WORKER_FIRST_DELAY
+            self.say(
+                f"The worker exited (code {self.process.returncode}); starting it again in "
+                f"{self.delay:.0f} s"
+            )
+            self.restart_at = time.monotonic() + self.delay
+            self.delay = min(self.delay * 2, WORKER_MAX_DELAY)
+        elif self.restart_at is not None and time.monotonic() >= self.restart_at:
+            self.process = self.start()
+            self.started, self.restart_at = time.monotonic(), None
 
 
 def banner(host: str, port: int, login: str | None) -> str:
