@@ -110,17 +110,14 @@ SOURCE = "source"  # (the source's share is full)
 def _take(count: str, session: str, room: int, source: str | None) -> Place | str:
     """The place, or the name of what is full: the count, or the source's share of it (a
     signed-in user's requests are not counted by source)."""
-    holds = False
-    if count != SIGNED_IN:
-        may, holds = source_limit.take_share(source_limit.PAGES, source)
-        if not may:
+    counted = None if count == SIGNED_IN else source
+    with source_limit.share(source_limit.PAGES, counted) as share:
+        if not share.may:
             return SOURCE
-    with _lock:
-        if _held[count] < room:
-            _held[count] += 1
-            return Place(count, session, source=source if holds else None)
-    if holds:
-        source_limit.give_back_share(source_limit.PAGES, source)  # type: ignore[arg-type]
+        with _lock:
+            if _held[count] < room:
+                _held[count] += 1
+                return Place(count, session, source=share.keep())
     return count
 
 

@@ -32,11 +32,14 @@ trickle. Memory is bounded too: the most recent `MAX_SOURCES` sources are rememb
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.conf import settings
 
@@ -161,6 +164,40 @@ def take_share(kind: str, source: str | None, credential: str | None = None) -> 
         return True, True
 
 
+@dataclass
+class Share:
+    """A request's try at one of its source's places (share()): `may` go on or not; `keep()`
+    when the request got what the place was for (it gives the place back itself, later)."""
+
+    kind: str
+    source: str | None
+    credential: str | None
+    may: bool
+    holds: bool
+    kept: bool = False
+
+    def keep(self) -> str | None:
+        """Keep the place past the `with`: the source to give it back for (give_back_share),
+        None when none is held (no source, the rule off)."""
+        self.kept = True
+        return self.source if self.holds else None
+
+
+@contextlib.contextmanager
+def share(kind: str, source: str | None, credential: str | None = None) -> Iterator[Share]:
+    """One of the source's places in `kind` (take_share) while the caller takes the count it
+    guards: given back at the end of the `with` unless the caller `keep()`s it (it got its
+    count's place, and gives both back when its request is done). The door and the pages'
+    gate take their places so."""
+    may, holds = take_share(kind, source, credential)
+    taken = Share(kind, source, credential, may, holds)
+    try:
+        yield taken
+    finally:
+        if holds and not taken.kept:
+            give_back_share(kind, source, credential)  # type: ignore[arg-type]
+
+
 def give_back_share(kind: str, source: str, credential: str | None = None) -> None:
     with _lock:
         if credential is not None and (kind, source, credential) in _joined:
@@ -193,6 +230,8 @@ def counts() -> dict[str, int]:
 
 
 def forget() -> None:
-    """Forget every source's failures (tests)."""
+    """Forget every source's failures and the places sources hold (tests)."""
     with _lock:
         _failures.clear()
+        _shares.clear()
+        _joined.clear()

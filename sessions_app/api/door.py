@@ -151,16 +151,14 @@ def _take(credential: str, source: str | None) -> Ticket | str:
         return FAILED_SOURCE
     if limit <= 0:
         return Ticket(credential, unchecked=False)
-    may, holds = source_limit.take_share(source_limit.UNCHECKED, source, credential)
-    if not may:
-        ratelimit.release_credential(credential)
-        return SOURCE
-    with _lock:
-        if _unchecked < limit:
-            _unchecked += 1
-            return Ticket(credential, unchecked=True, source=source if holds else None)
-    if holds:
-        source_limit.give_back_share(source_limit.UNCHECKED, source, credential)  # type: ignore[arg-type]
+    with source_limit.share(source_limit.UNCHECKED, source, credential) as share:
+        if not share.may:
+            ratelimit.release_credential(credential)
+            return SOURCE
+        with _lock:
+            if _unchecked < limit:
+                _unchecked += 1
+                return Ticket(credential, unchecked=True, source=share.keep())
     ratelimit.release_credential(credential)
     return UNCHECKED
 

@@ -113,6 +113,37 @@ def test_an_ipv6_source_is_its_64():
     assert source_limit.source_of_scope(scope) == "2001:db8:1:2::/64"
 
 
+def test_forget_clears_the_places_sources_hold_too(settings):
+    """forget() (what each test starts with) forgot the failures but not the shares: a place a
+    test left held counted against the next test's source."""
+    settings.OPENCLAW_SOURCE_UNCHECKED_LIMIT = 1
+    assert source_limit.take_share(source_limit.UNCHECKED, "192.0.2.1", "key a") == (True, True)
+    assert source_limit.take_share(source_limit.UNCHECKED, "192.0.2.1", "key b") == (False, False)
+    source_limit.failed("192.0.2.1")
+    source_limit.forget()
+    assert source_limit.counts() == {"sources": 0, "unchecked": 0, "pages": 0}
+    # "key a" is no longer joined to a place that is gone: it takes a place of its own.
+    assert source_limit.take_share(source_limit.UNCHECKED, "192.0.2.1", "key a") == (True, True)
+    source_limit.give_back_share(source_limit.UNCHECKED, "192.0.2.1", "key a")
+    assert source_limit.counts()["unchecked"] == 0
+
+
+def test_a_share_goes_back_at_the_end_of_the_with_unless_kept(settings):
+    settings.OPENCLAW_SOURCE_PAGE_LIMIT = 1
+    with source_limit.share(source_limit.PAGES, "192.0.2.1") as first:
+        assert first.may
+        with source_limit.share(source_limit.PAGES, "192.0.2.1") as second:
+            assert not second.may and second.keep() is None  # (nothing to keep)
+    assert source_limit.counts()["pages"] == 0  # the count was full: given back
+    with source_limit.share(source_limit.PAGES, "192.0.2.1") as kept:
+        assert kept.keep() == "192.0.2.1"
+    assert source_limit.counts()["pages"] == 1  # the request holds it until it is done
+    source_limit.give_back_share(source_limit.PAGES, "192.0.2.1")
+    with source_limit.share(source_limit.PAGES, None) as local:  # no source: not counted
+        assert local.may and local.keep() is None
+    assert source_limit.counts()["pages"] == 0
+
+
 def _scope(source: str, authorization: str) -> dict:
     return {
         "type": "http",
