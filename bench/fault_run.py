@@ -42,10 +42,7 @@ import http.client
 import http.server
 import json
 import os
-import pwd
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -64,14 +61,13 @@ django.setup()
 
 from bench.send_bench import (  # noqa: E402
     RESULTS,
-    BenchError,
     Processes,
     django_snippet,
     manage,
     uptime,
 )
+from bench.services import Postgres, Redis  # noqa: E402
 
-PG_BIN = Path(sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1])
 ECHO = {
     "type": "scripted",
     "rules": [
@@ -117,95 +113,6 @@ for status in Delivery.objects.values_list("status", flat=True):
 print(json.dumps({"runs": rows, "same_key": same_key, "replies": replies,
                   "deliveries": deliveries}))
 """
-
-
-# --- the private services -------------------------------------------------------------------
-
-
-def _as_postgres(args: list[str]) -> list[str]:
-    """initdb and pg_ctl refuse to run as root: as the postgres user then."""
-    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
-
-
-class Postgres:
-    def __init__(self, data: Path, port: int, *, own: bool):
-        self.data, self.port, self.own = data, port, own
-
-    def init(self) -> None:
-        self.data.parent.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            user = pwd.getpwnam("postgres")
-            os.chown(self.data.parent, user.pw_uid, user.pw_gid)
-        subprocess.run(
-            _as_postgres(
-                [str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust"]
-            ),
-            check=True,
-            capture_output=True,
-        )
-
-    def _ctl(self, *args: str) -> None:
-        options = f"-p {self.port} -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run(
-            _as_postgres(
-                [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", options, "-w", *args]
-            ),
-            check=True,
-            capture_output=True,
-        )
-
-    def start(self) -> None:
-        self._ctl("-l", str(self.data.parent / "postgres.log"), "start")
-
-    def restart(self) -> None:
-        self._ctl("-m", "fast", "-l", str(self.data.parent / "postgres.log"), "restart")
-
-    def stop(self) -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            self._ctl("-m", "immediate", "stop")
-
-
-class Redis:
-    def __init__(self, port: int):
-        self.port = port
-
-    def start(self) -> None:
-        subprocess.run(
-            [
-                "redis-server",
-                "--daemonize",
-                "yes",
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            done = subprocess.run(
-                ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True
-            )
-            if done.stdout.strip() == "PONG":
-                return
-            time.sleep(0.1)
-        raise BenchError("redis did not start")
-
-    def stop(self) -> None:
-        subprocess.run(
-            ["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True
-        )
-
-    def restart(self) -> None:
-        self.stop()
-        time.sleep(1)
-        self.start()
 
 
 # --- the webhook receiver -------------------------------------------------------------------
@@ -318,19 +225,11 @@ class Sender:
 # --- the run --------------------------------------------------------------------------------
 
 
-def kill_group(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 def fault_run(args) -> dict:
     private = args.database_url is None
     base = Path(tempfile.mkdtemp(prefix="fault-run-"))
     base.chmod(0o755)  # (the postgres user's cluster lives under it)
-    pg = Postgres(
-        Path(args.pg_data) if args.pg_data else base / "pg" / "data", args.pg_port, own=private
-    )
+    pg = Postgres(Path(args.pg_data) if args.pg_data else base / "pg" / "data", args.pg_port)
     redis = Redis(urlsplit(args.redis_url).port if args.redis_url else args.redis_port)
     database_url = args.database_url or f"postgres://postgres@127.0.0.1:{args.pg_port}/faultrun"
     redis_url = args.redis_url or f"redis://127.0.0.1:{args.redis_port}/0"
@@ -340,20 +239,7 @@ def fault_run(args) -> dict:
         if private:
             pg.init()
             pg.start()
-            subprocess.run(
-                [
-                    "createdb",
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(args.pg_port),
-                    "-U",
-                    "postgres",
-                    "faultrun",
-                ],
-                check=True,
-                capture_output=True,
-            )
+            pg.createdb("faultrun")
         if not args.redis_url:
             redis.start()
         env = os.environ.copy()
@@ -387,11 +273,9 @@ def fault_run(args) -> dict:
                 time.sleep(0.1)
 
         at(0.2)
-        worker = procs.groups[1]  # the qcluster's process group
-        kill_group(worker)
+        procs.kill_worker()  # the worker and its cluster, every process at once
         faults["worker cluster killed at s"] = round(time.monotonic() - started, 1)
         time.sleep(3)
-        procs.groups.remove(worker)
         procs.start_worker()
         at(0.45)
         t0 = time.monotonic()

@@ -40,7 +40,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from bench.page_flood_bench import KEY, keyed_client  # noqa: E402
+from bench.load_client import KEY, drain, flooder, keyed_client, keyed_figures  # noqa: E402
 from bench.send_bench import (  # noqa: E402
     RESULTS,
     Processes,
@@ -59,61 +59,6 @@ def bad_key() -> str:
     return f"ocs_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
 
 
-def head(token: str, *, keep_alive: bool) -> bytes:
-    connection = "keep-alive" if keep_alive else "close"
-    return (
-        f"GET {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
-        f"Connection: {connection}\r\n\r\n"
-    ).encode()
-
-
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
-    """(status, whether the server keeps the connection open)."""
-    status_line = await reader.readline()
-    if not status_line:
-        raise ConnectionError("closed")
-    status = int(status_line.split()[1])
-    length, close = 0, False
-    while True:
-        line = await reader.readline()
-        if line in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = line.decode("latin-1").partition(":")
-        name = name.strip().lower()
-        if name == "content-length":
-            length = int(value.strip())
-        elif name == "connection" and "close" in value.lower():
-            close = True
-    if length:
-        await reader.readexactly(length)
-    return status, not close
-
-
-async def flooder(port: int, deadline: float, keep_alive: bool, statuses: Counter) -> None:
-    """One flood client: request after request, each with a fresh key, until `deadline`."""
-    reader = writer = None
-    while time.monotonic() < deadline:
-        try:
-            if writer is None:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            assert reader is not None
-            writer.write(head(bad_key(), keep_alive=keep_alive))
-            await writer.drain()
-            status, open_ = await read_response(reader)
-            statuses[status] += 1
-            if not (keep_alive and open_):
-                writer.close()
-                reader = writer = None
-        except (OSError, ConnectionError, ValueError, IndexError, asyncio.IncompleteReadError):
-            statuses[-1] += 1
-            if writer is not None:
-                writer.close()
-            reader = writer = None
-            await asyncio.sleep(0.01)
-    if writer is not None:
-        writer.close()
-
-
 async def flood(port: int, token: str, *, count: int, seconds: float, keep_alive: bool) -> dict:
     stop, out = multiprocessing.Event(), multiprocessing.Queue()
     other = multiprocessing.Process(target=keyed_client, args=(port, token, stop, out))
@@ -122,16 +67,17 @@ async def flood(port: int, token: str, *, count: int, seconds: float, keep_alive
     statuses: Counter = Counter()
     started = time.monotonic()
     deadline = started + seconds
-    await asyncio.gather(*(flooder(port, deadline, keep_alive, statuses) for _ in range(count)))
+    await asyncio.gather(
+        *(
+            flooder(port, PATH, deadline, statuses, token=bad_key, keep_alive=keep_alive)
+            for _ in range(count)
+        )
+    )
     ended = time.monotonic()
     stop.set()
     other.join(timeout=70)
-    samples = []
-    while not out.empty():
-        samples.append(out.get())
+    samples = drain(out)
     before = [t for begun, _, t in samples if begun < started]
-    during = [(s, t) for begun, s, t in samples if started <= begun <= ended]
-    latencies = [t for _, t in during]
     total = sum(statuses.values())
     return {
         "flood_statuses": dict(statuses),
@@ -139,11 +85,7 @@ async def flood(port: int, token: str, *, count: int, seconds: float, keep_alive
         "flood_per_second": round(total / (ended - started)),
         "flood_seconds": round(ended - started, 1),
         "keyed_before_p50": round(percentile(before, 0.50), 4) if before else None,
-        "keyed_requests": len(during),
-        "keyed_statuses": dict(Counter(s for s, _ in during)),
-        "keyed_p50": round(percentile(latencies, 0.50), 4) if latencies else None,
-        "keyed_p95": round(percentile(latencies, 0.95), 4) if latencies else None,
-        "keyed_max": round(max(latencies), 4) if latencies else None,
+        **keyed_figures(samples, [(started, ended)], digits=4),
     }
 
 

@@ -37,70 +37,15 @@ import django  # noqa: E402
 
 django.setup()
 
+from bench.load_client import KEY, drain, get, keyed_client, keyed_figures  # noqa: E402
 from bench.send_bench import (  # noqa: E402
     RESULTS,
     Processes,
     config_env,
     django_snippet,
     fresh_database,
-    percentile,
     uptime,
 )
-
-KEY = """
-import json
-from sessions_app.manage.agents import upsert_agent
-from sessions_app.models import ApiKey
-from sessions_app.store import upsert_session
-upsert_agent(api_key=None, agent_id="main", data={"name": "main"})
-upsert_session(api_key=None, key="agent:main:main", entry={})
-_, token = ApiKey.generate(scope=ApiKey.AGENT, agent_id="main")
-print(json.dumps({"token": token}))
-"""
-
-
-async def get(port: int, path: str, token: str | None) -> tuple[int, float]:
-    started = time.monotonic()
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError:
-        return -1, time.monotonic() - started
-    auth = f"Authorization: Bearer {token}\r\n" if token else ""
-    head = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n"
-    try:
-        writer.write(head.encode())
-        await writer.drain()
-        line = await reader.readline()
-        await reader.read()
-        status = int(line.split()[1]) if line else -2
-    except (OSError, ValueError, IndexError):
-        status = -3
-    finally:
-        writer.close()
-    return status, time.monotonic() - started
-
-
-def keyed_client(port: int, token: str, stop, out) -> None:
-    """The other client, in a process of its own so that the flood's client loop does not
-    delay it: `GET /api/v1/sessions/` every 50 ms until `stop`; (start, status, seconds) to
-    `out` (time.monotonic is the machine's clock, the same in both processes)."""
-    import http.client
-
-    while not stop.is_set():
-        started = time.monotonic()
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            connection.request(
-                "GET", "/api/v1/sessions/", headers={"Authorization": f"Bearer {token}"}
-            )
-            response = connection.getresponse()
-            response.read()
-            status = response.status
-            connection.close()
-        except OSError:
-            status = -1
-        out.put((started, status, time.monotonic() - started))
-        time.sleep(0.05)
 
 
 async def flood(
@@ -128,21 +73,12 @@ async def flood(
         windows.append((started, time.monotonic()))
     stop.set()
     other.join(timeout=70)
-    samples = []
-    while not out.empty():
-        samples.append(out.get())
-    # The other client's requests that started during a wave.
-    keyed = [(s, t) for begun, s, t in samples if any(a <= begun <= b for a, b in windows)]
-    latencies = [t for _, t in keyed]
     return {
         "flood_statuses": dict(Counter(s for s, _ in results)),
         "flood_requests": len(results),
         "flood_seconds": round(sum(b - a for a, b in windows) / waves, 2),
-        "keyed_requests": len(keyed),
-        "keyed_statuses": dict(Counter(s for s, _ in keyed)),
-        "keyed_p50": round(percentile(latencies, 0.50), 3) if latencies else None,
-        "keyed_p95": round(percentile(latencies, 0.95), 3) if latencies else None,
-        "keyed_max": round(max(latencies), 3) if latencies else None,
+        # The other client's requests that started during a wave.
+        **keyed_figures(drain(out), windows),
     }
 
 

@@ -41,7 +41,6 @@ import multiprocessing
 import os
 import platform
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -64,6 +63,7 @@ from bench.send_bench import (  # noqa: E402
     manage,
     percentile,
 )
+from bench.services import Postgres, Redis  # noqa: E402
 
 SLOW = {
     "type": "scripted",
@@ -317,37 +317,6 @@ print(json.dumps({"ids": [str(i) for i in runs.values_list("id", flat=True)],
 """
 
 
-def restart_postgres() -> None:
-    cluster = sorted(os.listdir("/etc/postgresql"))[-1]
-    subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", cluster, "main", "restart"],
-        check=True,
-        capture_output=True,
-    )
-
-
-def restart_redis() -> None:
-    subprocess.run(["redis-cli", "-h", "127.0.0.1", "shutdown", "nosave"], capture_output=True)
-    time.sleep(1)
-    subprocess.run(
-        [
-            "redis-server",
-            "--daemonize",
-            "yes",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "6379",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        check=True,
-        capture_output=True,
-    )
-
-
 def restarts(env: dict, procs: Processes, token: str, seconds: float) -> dict:
     """Sends to `quick` at 2 a second (each waits up to 5 s for its reply) while PostgreSQL
     and then Redis restart; afterwards every run must have ended ok, none lost."""
@@ -385,11 +354,11 @@ def restarts(env: dict, procs: Processes, token: str, seconds: float) -> dict:
     thread.start()
     time.sleep(seconds / 6)
     t0 = time.monotonic()
-    restart_postgres()
+    Postgres.machine().restart()
     pg_s = time.monotonic() - t0
     time.sleep(seconds / 3)
     t0 = time.monotonic()
-    restart_redis()
+    Redis(6379).restart()
     redis_s = time.monotonic() - t0
     time.sleep(seconds / 3)
     stop.set()

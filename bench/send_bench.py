@@ -323,6 +323,7 @@ class Processes:
         self.server = server
         self.port = free_port()
         self.groups: list[subprocess.Popen] = []
+        self.worker: subprocess.Popen  # (start_worker's)
 
     def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen:
         log = (RESULTS / log_name).open("w")
@@ -359,7 +360,15 @@ class Processes:
         raise BenchError("server did not answer within 60 s")
 
     def start_worker(self) -> None:
-        self._spawn(["manage.py", "worker"], f"send-{self.label}-worker.log")
+        self.worker = self._spawn(["manage.py", "worker"], f"send-{self.label}-worker.log")
+
+    def kill_worker(self) -> None:
+        """SIGKILL the worker's process group: the worker and its whole cluster at once, as a
+        machine losing it would (start_worker starts another)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.worker.pid, signal.SIGKILL)
+        self.worker.wait()
+        self.groups.remove(self.worker)
 
     def stop(self) -> None:
         for process in self.groups:
