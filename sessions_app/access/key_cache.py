@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from django.db import DatabaseError
 from django.utils import timezone
 
+from openclaw_common.dbstep import release_connection
+
 from ..lib.shared_version import ACCESS
 from ..models import ApiKey
 
@@ -154,6 +156,13 @@ def flush_touches(**_signal_kwargs) -> None:
         with _lock:
             for lookup in due.values():
                 _used_at.pop(lookup, None)  # noted again on its next use
+    finally:
+        # As a request_finished receiver it runs after Django's close_old_connections, on the
+        # request's own thread (a sync view's, which ends with the request): the connection it
+        # opened must go back to the pool here, or nobody returns it and the pool loses a
+        # place for good, once a minute per key (a soak's server, pool of 10, answered every
+        # request 503 after 10 minutes; issue 28).
+        release_connection()
 
 
 def forget() -> None:
