@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """The fault run (issue 28 item 4): sends with idempotency keys and completion webhooks while a
-worker cluster is killed with SIGKILL, PostgreSQL restarts and Redis restarts; then everything
+worker cluster is killed with SIGKILL, PostgreSQL restarts, a worker starts while PostgreSQL is
+down, and Redis restarts; then everything
 is counted: lost and duplicated runs, replies and webhooks.
 
     .venv/bin/python bench/fault_run.py --broker orm|redis [--sends 330] [--rate 8]
@@ -14,14 +15,17 @@ removes them at the end. `--database-url` with `--pg-data` (the data directory `
 and `--redis-url` (its port is restarted with `redis-cli shutdown` and `redis-server`) use
 running ones instead: never the machine's shared services.
 
-What runs: `manage.py serve --no-worker`'s uvicorn (one process) and a `qcluster` of 2 worker
-processes with `Q_BROKER`; a scripted agent `echo` (a 300 ms turn); an agent `main` whose key
+What runs: `manage.py serve --no-worker`'s uvicorn (one process) and `manage.py worker` (what
+`serve` runs: a supervised django-q2 cluster) of 2 worker processes with `Q_BROKER`; a scripted agent `echo` (a 300 ms turn); an agent `main` whose key
 sends `sessions_send` to `agent:echo:main` (`timeoutSeconds: 0`) with an `idempotencyKey` each,
 `--rate` a second, and whose completion webhook points at a receiver in this script. A send that
 fails (connection refused, 5xx) is sent again with the same key until it is accepted. During the
-sends, at fixed points: the worker cluster's process group is killed with SIGKILL (and started
-again 3 s later), PostgreSQL is restarted (`pg_ctl restart -m fast`), then Redis (shutdown
-nosave, start). Then it waits for every run and delivery to settle and counts:
+sends, at fixed points: the worker's process group (the worker and its cluster) is killed
+with SIGKILL (and started again 3 s later); PostgreSQL is restarted (`pg_ctl restart -m
+fast`); PostgreSQL is stopped, the worker killed and started again while it is down, and
+PostgreSQL started `--outage` (8) seconds later (what lost 302 sends once: a cluster that
+could not reach the database at its start exited); then Redis restarts (shutdown nosave,
+start). Then it waits for every run and delivery to settle and counts:
 
 - accepted: idempotency keys answered with a runId; **lost** = keys whose run is not in the
   database, or a run that never finished; **duplicated** = keys answered with two runIds, runs
@@ -110,8 +114,18 @@ replies = sum(1 for c in Message.objects.filter(
 deliveries = {}
 for status in Delivery.objects.values_list("status", flat=True):
     deliveries[status] = deliveries.get(status, 0) + 1
+# Why a delivery is still pending: its attempts, its last error, when it is due (seconds from
+# now), and the tasks still in the ORM broker's queue (leased ones: taken by a cluster).
+from django.utils import timezone
+from django_q.models import OrmQ
+now = timezone.now()
+pending = [{"attempts": d.attempts, "error": d.last_error[:120],
+            "due_in_s": round((d.next_attempt_at - now).total_seconds()) if d.next_attempt_at else None,
+            "age_s": round((now - d.created_at).total_seconds())}
+           for d in Delivery.objects.filter(status="pending")]
+queue = {"tasks": OrmQ.objects.count(), "leased": OrmQ.objects.filter(lock__gt=now).count()}
 print(json.dumps({"runs": rows, "same_key": same_key, "replies": replies,
-                  "deliveries": deliveries}))
+                  "deliveries": deliveries, "pending_deliveries": pending, "orm_queue": queue}))
 """
 
 
@@ -277,10 +291,26 @@ def fault_run(args) -> dict:
         faults["worker cluster killed at s"] = round(time.monotonic() - started, 1)
         time.sleep(3)
         procs.start_worker()
-        at(0.45)
+        at(0.4)
         t0 = time.monotonic()
         pg.restart()
         faults["postgres restart s"] = round(time.monotonic() - t0, 1)
+        at(0.55)
+        # What lost 302 sends once: a worker starting while PostgreSQL is down.
+        t0 = time.monotonic()
+        pg.stop(mode="fast")
+        procs.kill_worker()
+        procs.start_worker()
+        # PostgreSQL stays down until the new worker has found it down (a loaded machine takes
+        # seconds to start a Python with Django), and `--outage` seconds at least.
+        log = RESULTS / f"send-{procs.label}-worker.log"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "waiting for the database" not in log.read_text():
+            time.sleep(0.2)
+        faults["worker waited for the database"] = "waiting for the database" in log.read_text()
+        time.sleep(max(0.0, args.outage - (time.monotonic() - t0)))
+        pg.start()
+        faults["worker started during a postgres outage of s"] = round(time.monotonic() - t0, 1)
         at(0.7)
         t0 = time.monotonic()
         redis.restart()
@@ -343,6 +373,11 @@ def count(args, sender: Sender, receiver: Receiver, report: dict, faults: dict, 
         "replies": report["replies"],
         "ok_runs": len(ok),
         "deliveries": report["deliveries"],
+        "pending_deliveries": Counter(
+            (d["attempts"], d["error"][:60], d["due_in_s"] is not None and d["due_in_s"] > 0)
+            for d in report["pending_deliveries"]
+        ).most_common(5),
+        "orm_queue": report["orm_queue"],
         "webhooks_received": len(receiver.by_run),
         "webhooks_lost": len(hooks_missing),
         "webhooks_duplicated": len(hooks_duplicated),
@@ -363,6 +398,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pg-data", help="the data directory of --database-url's cluster")
     parser.add_argument("--redis-url")
     parser.add_argument("--settle", type=float, default=180)
+    parser.add_argument(
+        "--outage", type=float, default=8, help="seconds PostgreSQL stays down as a worker starts"
+    )
     args = parser.parse_args(argv)
     if args.database_url and not args.pg_data:
         parser.error("--database-url needs --pg-data (the cluster the run restarts)")

@@ -88,11 +88,11 @@ class Postgres:
             return
         self._ctl("-m", "fast", "-l", self._log(), "restart")
 
-    def stop(self) -> None:
+    def stop(self, mode: str = "immediate") -> None:
         if self.data is None:
             raise ServiceError("the machine's PostgreSQL is not stopped by a bench")
         with contextlib.suppress(subprocess.CalledProcessError):
-            self._ctl("-m", "immediate", "stop")
+            self._ctl("-m", mode, "stop")
 
     def createdb(self, name: str) -> None:
         subprocess.run(

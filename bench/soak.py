@@ -77,6 +77,30 @@ def group_rss_mb(pgid: int) -> tuple[float, int]:
     return round(total / 1e6, 1), count
 
 
+def database_sessions(env: dict) -> dict[str, int]:
+    """The config's PostgreSQL sessions by state (and those waiting on a lock, or in a
+    transaction for over 10 s): a pool that leaks or a lock that stays shows here first."""
+    url = env.get("DATABASE_URL")
+    if not url:
+        return {}
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT coalesce(state, '?'), wait_event_type = 'Lock', "
+            "coalesce(now() - xact_start > interval '10 seconds', false) "
+            "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        ).fetchall()
+    found: Counter = Counter()
+    for state, waiting, long_xact in rows:
+        found[state] += 1
+        found["waiting on a lock"] += bool(waiting)
+        found["transaction > 10 s"] += bool(long_xact)
+    return dict(found)
+
+
 def load1() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -195,6 +219,7 @@ def soak(args) -> dict:
                     "worker_mb": w_mb,
                     "worker_processes": w_n,
                     "load": load1(),
+                    "database": database_sessions(env),
                 }
             )
             print(json.dumps(memory[-1]), flush=True)
