@@ -142,6 +142,10 @@ LAZY_IMPORTS = {
         "sessions_app/apps.py",
         "sessions_app.tools",
     ): "ready() composes the app: the engine gets tools",
+    (
+        "sessions_app/acp/runtime.py",
+        "sessions_app.acp",
+    ): "the ACP SDK (0.7 s of import) only where a turn runs, not at every django.setup",
 }
 TOP_LEVEL_MODULES_MAX = 12
 APP = ("sessions_app", "policies_app", "openclaw_common")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -27,12 +27,13 @@ from ..models import GatewayConfig, Message, Run
 from ..runs.backends import BackendError, TurnAborted, TurnOutput
 from ..runs.backends.base import CheckAbort
 from ..runs.flow_state import Flow
-from . import session_tools
-from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS, Event, HarnessProcess
 from .facts import TurnFacts
 from .harnesses import Harness, HarnessError, configured, deployment_refusal
 from .sandbox import run_as_for
 from .transcript import STOP_REASONS, TranscriptWriter
+
+if TYPE_CHECKING:
+    from .client import Event, HarnessProcess
 
 log = logging.getLogger("openclaw.acp")
 
@@ -40,8 +41,13 @@ POLL_SECONDS = 0.2
 # A turn is one django-q2 task, killed (with no chance to cancel) past Q_CLUSTER["timeout"]: the
 # turn stops itself this long before, cancelling the harness like a run timeout would.
 TASK_LIMIT_MARGIN_SECONDS = 15
-# After a cancel: the grace the harness gets, the process's end, and a margin.
-STOP_WAIT_SECONDS = CANCEL_GRACE_SECONDS + 3 * EXIT_GRACE_SECONDS + 2
+
+
+def stop_wait_seconds() -> float:
+    """After a cancel: the grace the harness gets, the process's end, and a margin."""
+    from .client import CANCEL_GRACE_SECONDS, EXIT_GRACE_SECONDS
+
+    return CANCEL_GRACE_SECONDS + 3 * EXIT_GRACE_SECONDS + 2
 
 
 def is_acp_session(key: str) -> bool:
@@ -85,6 +91,11 @@ def harness_for(run: Run) -> Harness:
 
 
 def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
+    # The ACP SDK (its pydantic schema: 0.7 s of import on a quiet machine) only in a process
+    # that runs a turn, not in every web process, command and test server that sets Django up.
+    from . import session_tools
+    from .client import HarnessProcess
+
     harness = harness_for(run)
     flow = Flow.from_json(run.flow)
     wanted_cwd, resume = continuation(run, flow)
@@ -136,7 +147,7 @@ def run_turn(run: Run, *, check_abort: CheckAbort) -> TurnOutput:
     finally:
         if not process.join(0):
             process.request_cancel()
-            process.join(STOP_WAIT_SECONDS)
+            process.join(stop_wait_seconds())
         if mcp_server is not None:
             # However the turn ended: the key dies with it (a warm process keeps it, refused).
             # First: nothing written for the pages below may keep a key alive by failing.
@@ -149,6 +160,8 @@ def _session_tools(run: Run, harness: Harness) -> tuple[Any, dict[str, Any]]:
     """The MCP server (with this turn's key) for a harness with `sessionTools`, and what the
     start message says of it; (None, {}) when it is off. A deployment whose OPENCLAW_MCP_URL
     cannot be used runs the turn without them, and the start message says why."""
+    from . import session_tools  # the ACP SDK: see run_turn
+
     if not harness.session_tools:
         return None, {}
     try:
@@ -206,7 +219,7 @@ def _follow(
 
 def _drain(process: HarnessProcess, writer: TranscriptWriter, facts: TurnFacts) -> None:
     """After a cancel: what the harness still says until it stops (bounded)."""
-    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    deadline = time.monotonic() + stop_wait_seconds()
     while time.monotonic() < deadline:
         batch = process.next_batch(POLL_SECONDS)
         writer.write([e for e in batch if e[0] not in ("done", "failed")])
