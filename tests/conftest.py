@@ -10,14 +10,16 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from sessions_app import store
 from sessions_app.access import source_limit
 from sessions_app.manage.agents import upsert_agent
-from sessions_app.models import ApiKey, GatewayConfig, Session
+from sessions_app.models import ApiKey, GatewayConfig, Run, Session
 from tests.fake_openai import fake_openai  # noqa: F401  (a fixture, shared by every test module)
 
 # The composed worlds (session tree, live server and worker, keys), for every test folder.
@@ -44,6 +46,22 @@ def make_agent(agent_id: str = "main", **data):
 def make_session(key: str, **entry) -> Session:
     session, _ = store.upsert_session(api_key=None, key=key, entry=entry)
     return session
+
+
+def finished_run(
+    session, *, hours_ago: float, ms: int, tokens: int = 20, status: str = "ok"
+) -> Run:
+    """A finished send run of `ms` that started `hours_ago`, with `tokens` of usage."""
+    created = timezone.now() - timedelta(hours=hours_ago)
+    return Run.objects.create(
+        session=session,
+        kind="send",
+        status=status,
+        created_at=created,
+        started_at=created,
+        finished_at=created + timedelta(milliseconds=ms),
+        usage={"input": tokens - 10, "output": 10},
+    )
 
 
 def add_messages(session: Session, *messages: dict) -> tuple[int, int]:

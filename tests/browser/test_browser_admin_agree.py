@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from django.db import connections
 from playwright.sync_api import expect
 
 from policies_app.models import SendPolicy
-from sessions_app.models import Run, Session, now_ms
+from sessions_app.models import Session, now_ms
 from tests.browser.conftest import VIEWPORT, login, screenshot, staff_user
-from tests.conftest import add_messages, assistant, make_agent, make_session, user
+from tests.conftest import add_messages, assistant, finished_run, make_agent, make_session, user
 from tests.runs.helpers import completed_spawn
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -305,18 +305,8 @@ def test_the_send_policy_page_previews_unsaved_rules_and_lists_whom_they_block(
 
 def test_the_activity_plots_have_axes_a_range_error_rate_and_p95(spawned, page, live_url):
     parent = Session.objects.get(key=PARENT)
-    now = datetime.now(tz=UTC)
     for days_ago, ms, status in ((0.01, 400, "ok"), (0.02, 2000, "error"), (3, 900, "ok")):
-        created = now - timedelta(days=days_ago)
-        Run.objects.create(
-            session=parent,
-            kind="send",
-            status=status,
-            created_at=created,
-            started_at=created,
-            finished_at=created + timedelta(milliseconds=ms),
-            usage={"input": 90, "output": 10},
-        )
+        finished_run(parent, hours_ago=days_ago * 24, ms=ms, tokens=100, status=status)
     login(page, live_url, "olivia", PASSWORD)
     page.goto(live_url + "/")
     box = page.locator("#agent-activity")

@@ -5,13 +5,11 @@ of item the transcript view renders."""
 from __future__ import annotations
 
 import base64
-from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.cache import cache
 from django.test import Client
-from django.utils import timezone
 
 from sessions_app.models import Run
 from tests.conftest import add_messages, assistant, make_session, tool_result, user
@@ -154,19 +152,3 @@ def fresh_cache():
     cache.clear()
     yield
     cache.clear()
-
-
-def finished_run(
-    session, *, hours_ago: float, ms: int, tokens: int = 20, status: str = "ok"
-) -> Run:
-    """A finished send run of `ms` that started `hours_ago`, with `tokens` of usage."""
-    created = timezone.now() - timedelta(hours=hours_ago)
-    return Run.objects.create(
-        session=session,
-        kind="send",
-        status=status,
-        created_at=created,
-        started_at=created,
-        finished_at=created + timedelta(milliseconds=ms),
-        usage={"input": tokens - 10, "output": 10},
-    )

@@ -8,8 +8,7 @@ import re
 import pytest
 
 from sessions_app.reads import activity
-from tests.conftest import make_session
-from tests.ui.conftest import finished_run
+from tests.conftest import finished_run, make_session
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")
 

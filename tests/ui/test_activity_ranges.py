@@ -11,8 +11,7 @@ from django.test import Client
 
 from sessions_app.models import Run
 from sessions_app.reads import activity
-from tests.conftest import make_session
-from tests.ui.conftest import finished_run
+from tests.conftest import finished_run, make_session
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_cache")]
 
