@@ -273,8 +273,9 @@ Q_CLUSTER = {
     "retry": 360,
     "max_attempts": 3,
     "catch_up": False,
-    # The ORM broker's pusher looks for new tasks this often (an index lookup); 0.2 s, the
-    # default, was most of a send's round trip on the embedded default.
+    # The ORM broker's pusher looks for new tasks this often (an index lookup) where nothing
+    # can wake it (PostgreSQL without Redis; sessions_app/runs/broker.py wakes it elsewhere);
+    # 0.2 s, the default, was most of a send's round trip.
     "poll": 0.05,
     # Successful task results are not kept: the Run rows are the record. (With a limit, django-q
     # prunes the oldest result in a transaction that locks every stored one, for each task.)
@@ -286,6 +287,8 @@ if Q_BROKER == "redis" and REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    # Woken by each enqueue (Redis pub/sub, or the version file beside SQLite's database).
+    Q_CLUSTER["broker_class"] = "sessions_app.runs.broker.WakingORM"
 
 # --- Outbound requests (sessions_app/lib/outbound.py) ------------------------------------------
 # The environment variables a model backend's `apiKeyEnv` may name: provider keys, never the
