@@ -96,6 +96,12 @@ class Client:
 
 
 def start_server(port: int, log_path: Path, app: str, server_name: str) -> subprocess.Popen:
+    # serve.py imports the models (its retention step): Django first.
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "openclaw_site.settings")
+    import django
+
+    django.setup()
     from sessions_app.management.commands.serve import server_command
 
     command = [
