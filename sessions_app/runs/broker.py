@@ -132,7 +132,12 @@ class WakingORM(ORM):
         try:
             import redis
 
-            client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=0.5)
+            # A PING every 30 s while idle: a connection that died without a word (a partition)
+            # is noticed, and the pusher polls and subscribes again, rather than waiting out
+            # IDLE_SECONDS for announcements that can no longer come.
+            client = redis.Redis.from_url(
+                settings.REDIS_URL, socket_connect_timeout=0.5, health_check_interval=30
+            )
             pubsub = client.pubsub()
             pubsub.subscribe(channel())
         except Exception:  # noqa: BLE001
@@ -151,14 +156,18 @@ class WakingORM(ORM):
 
 
 _publisher: tuple[int, Any] | None = None  # (pid, client)
+_publisher_down_until = 0.0
 
 
 def announce() -> None:
     """Tell the waiting pushers that a committed task is due. Best effort: a lost announcement
-    costs that task `IDLE_SECONDS` at most."""
-    global _publisher
+    costs that task `IDLE_SECONDS` at most. After a failure, enqueues skip the announcement for
+    `REDIS_RETRY_SECONDS` rather than each wait out a connection timeout."""
+    global _publisher, _publisher_down_until
     if not settings.REDIS_URL:
         QUEUE_VERSION.bump_now()
+        return
+    if time.monotonic() < _publisher_down_until:
         return
     try:
         if _publisher is None or _publisher[0] != os.getpid():
@@ -172,4 +181,5 @@ def announce() -> None:
             )
         _publisher[1].publish(channel(), b"1")
     except Exception:  # noqa: BLE001
-        log.debug("could not announce a task to the queue's wake channel", exc_info=True)
+        _publisher_down_until = time.monotonic() + REDIS_RETRY_SECONDS
+        log.warning("could not announce a task on the queue's wake channel", exc_info=True)

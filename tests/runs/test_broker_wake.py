@@ -91,3 +91,20 @@ def test_a_waiting_worker_takes_each_send_when_it_is_enqueued(
             assert details["reply"] == "Paris."
     finally:
         worker.stop()
+
+
+def test_an_announcement_redis_refuses_is_skipped_for_a_while_and_logged(settings, caplog):
+    """A Redis that is down costs one failed attempt, not a timeout per enqueue; the tasks stay
+    in the table for the pusher's next look (within IDLE_SECONDS)."""
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    saved = (wake._publisher, wake._publisher_down_until)
+    wake._publisher, wake._publisher_down_until = None, 0.0
+    try:
+        with caplog.at_level("WARNING", logger="openclaw.worker"):
+            wake.announce()
+            wake.announce()
+        assert len(caplog.records) == 1  # the second one did not try
+        assert "could not announce a task" in caplog.records[0].getMessage()
+        assert wake._publisher_down_until > 0
+    finally:
+        wake._publisher, wake._publisher_down_until = saved
