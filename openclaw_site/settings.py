@@ -273,10 +273,6 @@ Q_CLUSTER = {
     "retry": 360,
     "max_attempts": 3,
     "catch_up": False,
-    # The ORM broker's pusher looks for new tasks this often (an index lookup) where nothing
-    # can wake it (PostgreSQL without Redis; sessions_app/runs/broker.py wakes it elsewhere);
-    # 0.2 s, the default, was most of a send's round trip.
-    "poll": 0.05,
     # Successful task results are not kept: the Run rows are the record. (With a limit, django-q
     # prunes the oldest result in a transaction that locks every stored one, for each task.)
     # Failures are still stored.
@@ -287,8 +283,10 @@ if Q_BROKER == "redis" and REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
-    # Woken by each enqueue (Redis pub/sub, or the version file beside SQLite's database).
+    # Woken by each enqueue (Redis pub/sub, or the version file beside SQLite's database); it
+    # waits itself when the queue is empty, so django-q2's sleep between looks is none.
     Q_CLUSTER["broker_class"] = "sessions_app.runs.broker.WakingORM"
+    Q_CLUSTER["poll"] = 0
 
 # --- Outbound requests (sessions_app/lib/outbound.py) ------------------------------------------
 # The environment variables a model backend's `apiKeyEnv` may name: provider keys, never the

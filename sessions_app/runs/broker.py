@@ -8,14 +8,14 @@ sub-agent's start, a completion), and 20 statements a second of an idle worker.
 Here an enqueue announces itself once its row is committed, and a pusher with an empty queue
 waits for an announcement, or `IDLE_SECONDS` at most (a task whose lock ran out, the retry of
 a lost worker's task, an announcement lost with a Redis that restarted: nothing announces
-those). Where the announcement travels (the same places as lib/shared_version.py's tokens):
+those). The announcement is a wake-up (lib/wakeups.py, as a run's finish is):
 - with REDIS_URL: a Redis pub/sub channel (`<REDIS_PREFIX>:queue`), to which each pusher
   stays subscribed: every cluster of the deployment wakes, and the first to lock a task
   takes it, as before;
 - on the embedded SQLite default: the `queue` version file beside the database, which the
   waiting pusher reads every `FILE_CHECK_SECONDS` (a `pread`, microseconds);
-- PostgreSQL without Redis has neither: the broker then polls every `poll` seconds as django-q2's
-  does (settings.py keeps the short poll there).
+- PostgreSQL without Redis has neither: the broker then polls every `POLL_SECONDS`, as
+  django-q2's does every `poll`.
 
 Used when settings.Q_CLUSTER names it (`broker_class`): the ORM broker with a wake channel.
 """
@@ -30,10 +30,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 
+from ..lib import wakeups
 from ..lib.shared_version import SharedVersion
 
 log = logging.getLogger("openclaw.worker")
@@ -41,8 +41,9 @@ log = logging.getLogger("openclaw.worker")
 # The longest an idle pusher waits without an announcement (what nothing announces: above).
 IDLE_SECONDS = float(os.environ.get("OPENCLAW_QUEUE_IDLE_SECONDS", "1.0"))
 FILE_CHECK_SECONDS = 0.005
-# After the pub/sub connection failed: plain polling for this long, then subscribe again.
-REDIS_RETRY_SECONDS = 1.0
+# Where nothing can announce (PostgreSQL without Redis, a Redis that is down): django-q2's
+# polling, this often (its default, 0.2 s, was most of a send's round trip).
+POLL_SECONDS = 0.05
 
 QUEUE_VERSION = SharedVersion("queue")
 
@@ -73,7 +74,9 @@ class WakingORM(ORM):
         # announcement between the read of the queue and the wait is not missed.
         before = None if settings.REDIS_URL else QUEUE_VERSION.read_shared()
         pubsub = self._subscription() if settings.REDIS_URL else None
-        tasks = self._claim()
+        # django-q2's read and lock of due tasks; its sleep is Q_CLUSTER's `poll`, 0 with this
+        # broker (settings.py): the wait is below.
+        tasks = super().dequeue()
         if tasks:
             return tasks
         if pubsub is not None:
@@ -81,24 +84,8 @@ class WakingORM(ORM):
         elif before:  # (b"" for an in-memory database: no other process to wake)
             self._wait_file(before)
         else:
-            time.sleep(Conf.POLL)
+            time.sleep(POLL_SECONDS)
         return None
-
-    def _claim(self) -> list[tuple[int, str]]:
-        """Lock and return up to `bulk` due tasks (django-q2's ORM.dequeue without its sleep)."""
-        tasks = self.get_connection().filter(key=self.list_key, lock__lt=timezone.now())[
-            0 : Conf.BULK
-        ]
-        taken = []
-        for task in tasks:
-            # Another cluster may have been faster: the lock it set no longer matches.
-            if (
-                self.get_connection()
-                .filter(id=task.id, lock=task.lock)
-                .update(lock=self.timeout(task))
-            ):
-                taken.append((task.pk, task.payload))
-        return taken
 
     def _wait_file(self, before: bytes) -> None:
         deadline = time.monotonic() + IDLE_SECONDS
@@ -120,7 +107,7 @@ class WakingORM(ORM):
         except Exception:  # noqa: BLE001 (any client error: poll until Redis answers again)
             log.warning("the task queue's wake channel is unreachable; polling", exc_info=True)
             self._drop_subscription()
-            time.sleep(Conf.POLL)
+            time.sleep(POLL_SECONDS)
 
     def _subscription(self) -> Any:
         """This process's subscription to the announcements (None while Redis is unreachable)."""
@@ -141,7 +128,7 @@ class WakingORM(ORM):
             pubsub = client.pubsub()
             pubsub.subscribe(channel())
         except Exception:  # noqa: BLE001
-            self._pubsub_down_until = time.monotonic() + REDIS_RETRY_SECONDS
+            self._pubsub_down_until = time.monotonic() + wakeups.RETRY_SECONDS
             log.warning("cannot subscribe to the task queue's wake channel; polling")
             return None
         self._pubsub = (pid, pubsub)
@@ -149,37 +136,13 @@ class WakingORM(ORM):
 
     def _drop_subscription(self) -> None:
         held, self._pubsub = self._pubsub, None
-        self._pubsub_down_until = time.monotonic() + REDIS_RETRY_SECONDS
+        self._pubsub_down_until = time.monotonic() + wakeups.RETRY_SECONDS
         if held is not None and held[0] == os.getpid():
             with contextlib.suppress(Exception):
                 held[1].close()
 
 
-_publisher: tuple[int, Any] | None = None  # (pid, client)
-_publisher_down_until = 0.0
-
-
 def announce() -> None:
-    """Tell the waiting pushers that a committed task is due. Best effort: a lost announcement
-    costs that task `IDLE_SECONDS` at most. After a failure, enqueues skip the announcement for
-    `REDIS_RETRY_SECONDS` rather than each wait out a connection timeout."""
-    global _publisher, _publisher_down_until
-    if not settings.REDIS_URL:
-        QUEUE_VERSION.bump_now()
-        return
-    if time.monotonic() < _publisher_down_until:
-        return
-    try:
-        if _publisher is None or _publisher[0] != os.getpid():
-            import redis
-
-            _publisher = (
-                os.getpid(),
-                redis.Redis.from_url(
-                    settings.REDIS_URL, socket_timeout=0.25, socket_connect_timeout=0.25
-                ),
-            )
-        _publisher[1].publish(channel(), b"1")
-    except Exception:  # noqa: BLE001
-        _publisher_down_until = time.monotonic() + REDIS_RETRY_SECONDS
-        log.warning("could not announce a task on the queue's wake channel", exc_info=True)
+    """Tell the waiting pushers that a committed task is due (a lost announcement costs that
+    task `IDLE_SECONDS` at most)."""
+    wakeups.send(channel(), QUEUE_VERSION, "a queued task")

@@ -6,6 +6,7 @@ import pytest
 from django.conf import settings
 from django.db import connection, transaction
 
+from sessions_app.lib import wakeups
 from sessions_app.runs import broker as wake
 from tests.servers import start_worker
 from tests.worlds import ANNOUNCE_SKIP, send_to_research
@@ -97,14 +98,13 @@ def test_an_announcement_redis_refuses_is_skipped_for_a_while_and_logged(setting
     """A Redis that is down costs one failed attempt, not a timeout per enqueue; the tasks stay
     in the table for the pusher's next look (within IDLE_SECONDS)."""
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
-    saved = (wake._publisher, wake._publisher_down_until)
-    wake._publisher, wake._publisher_down_until = None, 0.0
+    wakeups.forget()
     try:
-        with caplog.at_level("WARNING", logger="openclaw.worker"):
+        with caplog.at_level("WARNING", logger="openclaw.wakeups"):
             wake.announce()
             wake.announce()
         assert len(caplog.records) == 1  # the second one did not try
-        assert "could not announce a task" in caplog.records[0].getMessage()
-        assert wake._publisher_down_until > 0
+        assert "could not publish the wake-up of a queued task" in caplog.records[0].getMessage()
+        assert wakeups._down_until > 0
     finally:
-        wake._publisher, wake._publisher_down_until = saved
+        wakeups.forget()
